@@ -1,0 +1,155 @@
+"""Batched, differentiable forward kinematics and geometric Jacobian in torch.
+
+    kin = Kinematics(arm, dtype=torch.float64)
+    pos, rot = kin.forward(q)            # (B, 3), (B, 3, 3) tip pose in the base frame
+    pos, rot, jac = kin.jacobian(q)      # jac (B, 6, dof): rows vx vy vz wx wy wz
+
+Every joint's transform is ``origin @ motion(q)``. For a revolute joint about unit axis k,
+``origin_R @ rot(k, q) = A + sin(q) B + (1 - cos(q)) C`` with constant A = origin_R,
+B = origin_R K, C = origin_R K^2 (Rodrigues, K the cross-product matrix of k), so one step
+of the chain costs three broadcast multiply-adds and one batched 3x3 product.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .robot import ArmModel
+
+
+def _skew(k: np.ndarray) -> np.ndarray:
+    return np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]], dtype=float)
+
+
+class Kinematics:
+    def __init__(self, arm: ArmModel, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"):
+        self.arm = arm
+        self.dtype = dtype
+        self.device = torch.device(device)
+        A, B, C, P, axes = [], [], [], [], []
+        for j in arm.joints:
+            R, K = j.origin[:3, :3], _skew(j.axis)
+            A.append(R)
+            B.append(R @ K if j.type != "prismatic" else np.zeros((3, 3)))
+            C.append(R @ K @ K if j.type != "prismatic" else np.zeros((3, 3)))
+            P.append(j.origin[:3, 3])
+            axes.append(j.axis)
+        t = dict(dtype=dtype, device=self.device)
+        self._A = torch.tensor(np.array(A), **t)
+        self._B = torch.tensor(np.array(B), **t)
+        self._C = torch.tensor(np.array(C), **t)
+        self._P = torch.tensor(np.array(P), **t)
+        self._axes = torch.tensor(np.array(axes), **t)
+        self._prismatic = [j.type == "prismatic" for j in arm.joints]
+        self._tip_R = torch.tensor(arm.tip_offset[:3, :3], **t)
+        self._tip_p = torch.tensor(arm.tip_offset[:3, 3], **t)
+        self.lower = torch.tensor(arm.lower, **t)
+        self.upper = torch.tensor(arm.upper, **t)
+        self.continuous = torch.tensor(arm.continuous, device=self.device)
+
+    @property
+    def dof(self) -> int:
+        return self.arm.dof
+
+    def to(self, dtype: torch.dtype | None = None, device=None) -> "Kinematics":
+        """The same kinematics in another dtype or on another device."""
+        return Kinematics(self.arm, dtype or self.dtype, device or self.device)
+
+    # -- chain -----------------------------------------------------------------------------------
+    def _walk(self, q: torch.Tensor, want_axes: bool):
+        if q.shape[-1] != self.dof:
+            raise ValueError(f"expected {self.dof} joint values per row, got shape {tuple(q.shape)}")
+        q = q.to(self.dtype)
+        batch = q.shape[:-1]
+        q = q.reshape(-1, self.dof)
+        s, c1 = torch.sin(q), 1.0 - torch.cos(q)
+        R = None
+        p = None
+        origins, axes = [], []
+        for i in range(self.dof):
+            if self._prismatic[i]:
+                M = self._A[i].expand(q.shape[0], 3, 3)
+            else:
+                M = self._A[i] + s[:, i, None, None] * self._B[i] + c1[:, i, None, None] * self._C[i]
+            if R is None:
+                p = self._P[i].expand(q.shape[0], 3)
+                R_origin = self._A[i].expand(q.shape[0], 3, 3)
+                R = M
+            else:
+                p = p + R @ self._P[i]
+                R_origin = R @ self._A[i] if want_axes else None
+                R = R @ M
+            if want_axes:
+                origins.append(p)
+                axes.append(R_origin @ self._axes[i])
+            if self._prismatic[i]:
+                p = p + (R @ self._axes[i]) * q[:, i, None]
+        p_tip = p + R @ self._tip_p
+        R_tip = R @ self._tip_R
+        return batch, p_tip, R_tip, origins, axes
+
+    def forward(self, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Tip position (..., 3) and rotation matrix (..., 3, 3) in the base frame."""
+        batch, p, R, _, _ = self._walk(q, want_axes=False)
+        return p.reshape(*batch, 3), R.reshape(*batch, 3, 3)
+
+    def jacobian(self, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Tip pose and the geometric Jacobian (..., 6, dof) in the base frame."""
+        batch, p, R, origins, axes = self._walk(q, want_axes=True)
+        cols = []
+        for i in range(self.dof):
+            z = axes[i]
+            if self._prismatic[i]:
+                cols.append(torch.cat([z, torch.zeros_like(z)], dim=-1))
+            else:
+                cols.append(torch.cat([torch.linalg.cross(z, p - origins[i]), z], dim=-1))
+        J = torch.stack(cols, dim=-1)
+        return p.reshape(*batch, 3), R.reshape(*batch, 3, 3), J.reshape(*batch, 6, self.dof)
+
+    # -- joint space ------------------------------------------------------------------------------
+    def sample(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``n`` joint vectors drawn uniformly inside the limits."""
+        u = torch.rand(n, self.dof, generator=generator, dtype=self.dtype, device=self.device)
+        return self.lower + u * (self.upper - self.lower)
+
+    def clamp(self, q: torch.Tensor) -> torch.Tensor:
+        """Limited joints clamped to their range, continuous joints wrapped to (-pi, pi]."""
+        wrapped = torch.remainder(q + math.pi, 2 * math.pi) - math.pi
+        clamped = torch.minimum(torch.maximum(q, self.lower), self.upper)
+        return torch.where(self.continuous, wrapped, clamped)
+
+
+def rotation_angle(R: torch.Tensor, R_target: torch.Tensor) -> torch.Tensor:
+    """Geodesic angle (rad) between rotation matrices, accurate near zero and near pi."""
+    E = R_target @ R.transpose(-1, -2)
+    v = torch.stack([E[..., 2, 1] - E[..., 1, 2], E[..., 0, 2] - E[..., 2, 0], E[..., 1, 0] - E[..., 0, 1]], -1)
+    cos = (E[..., 0, 0] + E[..., 1, 1] + E[..., 2, 2] - 1.0) / 2.0
+    return torch.atan2(torch.linalg.norm(v, dim=-1) / 2.0, cos)
+
+
+def rotation_error_vector(R: torch.Tensor, R_target: torch.Tensor) -> torch.Tensor:
+    """Axis * angle (base frame) that rotates ``R`` onto ``R_target``; (..., 3)."""
+    E = R_target @ R.transpose(-1, -2)
+    v = torch.stack([E[..., 2, 1] - E[..., 1, 2], E[..., 0, 2] - E[..., 2, 0], E[..., 1, 0] - E[..., 0, 1]], -1)
+    sin2 = torch.linalg.norm(v, dim=-1, keepdim=True)  # = 2 sin(angle)
+    cos = ((E[..., 0, 0] + E[..., 1, 1] + E[..., 2, 2] - 1.0) / 2.0).unsqueeze(-1)
+    angle = torch.atan2(sin2 / 2.0, cos)
+    scale = torch.where(sin2 > 1e-9, angle / sin2.clamp_min(1e-12), torch.full_like(sin2, 0.5))
+    axis_angle = v * scale
+    # Near pi the antisymmetric part vanishes; take the axis from the symmetric part instead.
+    near_pi = (cos < -0.99).squeeze(-1)
+    if bool(near_pi.any()):
+        En = E[near_pi]
+        eye = torch.eye(3, dtype=E.dtype, device=E.device)
+        S = (En + En.transpose(-1, -2)) / 2.0 - cos[near_pi].unsqueeze(-1) * eye  # (1 - cos) a a^T
+        diag = torch.diagonal(S, dim1=-2, dim2=-1)
+        col = torch.argmax(diag, dim=-1)
+        axis = S[torch.arange(S.shape[0]), :, col]
+        axis = axis / torch.linalg.norm(axis, dim=-1, keepdim=True).clamp_min(1e-12)
+        sign = torch.sign((axis * v[near_pi]).sum(-1, keepdim=True))
+        sign = torch.where(sign == 0, torch.ones_like(sign), sign)
+        axis_angle = axis_angle.clone()
+        axis_angle[near_pi] = axis * sign * angle[near_pi]
+    return axis_angle

@@ -1,0 +1,61 @@
+"""Where the package's shared files (urdf/, config/, launch/) live at run time.
+
+The same code runs from a source checkout, a pip install and a colcon workspace, and each
+puts the files somewhere else. Set ``ROBOT_IK_NN_SHARE`` to force a folder.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+PACKAGE = "robot_ik_nn"
+
+# Arms that can be named instead of given as a path: (where the URDF is, default tip link).
+BUILTIN_ROBOTS = ("niryo_one", "inmoov_right_arm")
+
+
+def _candidates() -> list[Path]:
+    found = []
+    if os.environ.get("ROBOT_IK_NN_SHARE"):
+        found.append(Path(os.environ["ROBOT_IK_NN_SHARE"]))
+    found.append(Path(__file__).resolve().parent.parent)  # source checkout / editable install
+    try:  # colcon workspace or a ROS install
+        from ament_index_python.packages import get_package_share_directory
+
+        found.append(Path(get_package_share_directory(PACKAGE)))
+    except Exception:  # noqa: BLE001 - not installed through ament: fall through
+        pass
+    found.append(Path(sys.prefix) / "share" / PACKAGE)  # data_files of a plain pip install
+    return found
+
+
+@lru_cache(maxsize=None)
+def share_dir() -> Path:
+    """The folder holding ``urdf/`` and ``config/``."""
+    for candidate in _candidates():
+        if (candidate / "urdf" / "niryo_one.urdf").is_file():
+            return candidate
+    raise FileNotFoundError(
+        "cannot find robot_ik_nn's shared files (urdf/, config/); searched: "
+        + ", ".join(str(c) for c in _candidates())
+        + ". Set ROBOT_IK_NN_SHARE to the folder that holds urdf/."
+    )
+
+
+def urdf_path(name: str) -> Path:
+    return share_dir() / "urdf" / f"{name}.urdf"
+
+
+def config_path(name: str) -> Path:
+    return share_dir() / "config" / name
+
+
+def pybullet_data_path() -> Path | None:
+    """pybullet_data's folder (third-party arms such as the Franka Panda), or None."""
+    try:
+        import pybullet_data
+    except ImportError:
+        return None
+    return Path(pybullet_data.getDataPath())

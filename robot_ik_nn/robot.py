@@ -1,0 +1,250 @@
+"""The arm model: one serial chain read from a URDF, the single source of truth for joints.
+
+    arm = ArmModel.load("niryo_one")                      # a built-in arm
+    arm = ArmModel.load("panda.urdf", tip="panda_hand")   # any URDF, explicit tip
+
+Fixed joints between two movable joints are folded into the next joint's origin, so the chain
+is ``origin_0, joint_0, origin_1, joint_1, ..., joint_{n-1}, tip_offset``.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .resources import BUILTIN_ROBOTS, urdf_path
+
+MOVABLE = ("revolute", "continuous", "prismatic")
+SUPPORTED = MOVABLE + ("fixed",)
+
+
+class RobotModelError(ValueError):
+    """A URDF or chain choice the package cannot use; the message names the problem."""
+
+
+@dataclass(frozen=True)
+class Joint:
+    name: str
+    type: str  # revolute | continuous | prismatic
+    axis: np.ndarray  # unit vector in the joint's own frame
+    origin: np.ndarray  # 4x4, previous movable joint's frame (or base) -> this joint's frame
+    lower: float
+    upper: float
+    velocity: float  # rad/s or m/s; inf when the URDF gives none
+    effort: float
+    child: str
+
+    @property
+    def is_continuous(self) -> bool:
+        return self.type == "continuous"
+
+
+def _unit(v, where: str) -> np.ndarray:
+    v = np.asarray(v, dtype=float)
+    n = float(np.linalg.norm(v))
+    if not np.isfinite(n) or n < 1e-12:
+        raise RobotModelError(f"{where} has a zero or invalid axis {v.tolist()}")
+    return v / n
+
+
+def resolve_robot(robot: str | Path) -> tuple[Path, str | None]:
+    """A built-in arm name or a URDF path -> (path, default tip or None)."""
+    text = str(robot)
+    if text in BUILTIN_ROBOTS:
+        return urdf_path(text), None
+    if text == "franka_panda":
+        from .resources import pybullet_data_path
+
+        data = pybullet_data_path()
+        if data is None:
+            raise RobotModelError("franka_panda comes from pybullet_data, which is not installed")
+        return data / "franka_panda" / "panda.urdf", "panda_hand"
+    path = Path(text).expanduser()
+    if not path.is_file():
+        known = ", ".join(BUILTIN_ROBOTS + ("franka_panda",))
+        raise RobotModelError(f"URDF file not found: {path} (built-in arms: {known})")
+    return path, None
+
+
+def _parse(text: str, source: str):
+    import urchin  # heavy import, kept out of module import time
+
+    buffer = io.BytesIO(text.encode())
+    buffer.name = source  # urchin resolves mesh paths relative to this
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # urchin's own deprecation chatter
+        try:
+            return urchin.URDF.load(buffer, lazy_load_meshes=True)
+        except Exception as err:  # lxml or urchin: both mean the file is unusable
+            raise RobotModelError(f"malformed URDF {source}: {err}") from err
+
+
+class ArmModel:
+    """Joint names, axes, limits and the geometry of the chain from ``base`` to ``tip``."""
+
+    def __init__(self, urdf_text: str, *, source: str = "<string>", base: str | None = None,
+                 tip: str | None = None, name: str | None = None):
+        robot = _parse(urdf_text, source)
+        self.urdf_text = urdf_text
+        self.source = source
+        self.name = name or robot.name
+        links = {link.name for link in robot.links}
+        by_child = {j.child: j for j in robot.joints}
+        children: dict[str, list] = {}
+        for j in robot.joints:
+            children.setdefault(j.parent, []).append(j)
+
+        root = robot.base_link.name
+        self.base = base or root
+        for role, link in (("base", self.base), ("tip", tip)):
+            if link is not None and link not in links:
+                raise RobotModelError(
+                    f"unknown {role} link '{link}' in {self.name}; links are: {', '.join(sorted(links))}")
+        self.tip = tip or self._unique_leaf(self.base, children)
+
+        path = []  # joints from base down to tip
+        link = self.tip
+        while link != self.base:
+            if link not in by_child:
+                raise RobotModelError(
+                    f"tip link '{self.tip}' is not below base link '{self.base}' in {self.name}")
+            path.append(by_child[link])
+            link = by_child[link].parent
+        path.reverse()
+
+        joints, pending = [], np.eye(4)
+        for j in path:
+            if j.joint_type not in SUPPORTED:
+                raise RobotModelError(
+                    f"joint '{j.name}' is of type '{j.joint_type}'; supported types are "
+                    f"{', '.join(SUPPORTED)}")
+            if j.mimic is not None and j.joint_type != "fixed":
+                raise RobotModelError(f"joint '{j.name}' mimics another joint; mimic joints are not supported")
+            pending = pending @ np.asarray(j.origin, dtype=float)
+            if j.joint_type == "fixed":
+                continue
+            joints.append(self._joint(j, pending))
+            pending = np.eye(4)
+        if not joints:
+            raise RobotModelError(f"the chain {self.base} -> {self.tip} has no movable joint")
+        self.joints: tuple[Joint, ...] = tuple(joints)
+        self.tip_offset = pending
+
+    # -- construction -------------------------------------------------------------------------
+    @classmethod
+    def load(cls, robot: str | Path, *, base: str | None = None, tip: str | None = None) -> "ArmModel":
+        path, default_tip = resolve_robot(robot)
+        try:
+            text = Path(path).read_text()
+        except OSError as err:
+            raise RobotModelError(f"cannot read URDF {path}: {err}") from err
+        name = str(robot) if str(robot) in BUILTIN_ROBOTS + ("franka_panda",) else None
+        return cls(text, source=str(path), base=base, tip=tip or default_tip, name=name)
+
+    def _unique_leaf(self, base: str, children: dict) -> str:
+        link = base
+        while children.get(link):
+            kids = children[link]
+            if len(kids) > 1:
+                leaves = sorted(self._leaves(link, children))
+                raise RobotModelError(
+                    f"the tree of {self.name} branches at '{link}' into leaves {', '.join(leaves)}; "
+                    f"choose one with tip=... (--tip)")
+            link = kids[0].child
+        return link
+
+    def _leaves(self, link: str, children: dict) -> list[str]:
+        if not children.get(link):
+            return [link]
+        return [leaf for j in children[link] for leaf in self._leaves(j.child, children)]
+
+    @staticmethod
+    def _joint(j, origin: np.ndarray) -> Joint:
+        axis = _unit(j.axis if j.axis is not None else (1, 0, 0), f"joint '{j.name}'")
+        if j.joint_type == "continuous":
+            lower, upper = -math.pi, math.pi
+        elif j.limit is None or j.limit.lower is None or j.limit.upper is None:
+            raise RobotModelError(f"joint '{j.name}' ({j.joint_type}) has no <limit lower upper>")
+        else:
+            lower, upper = float(j.limit.lower), float(j.limit.upper)
+        if not lower < upper:
+            raise RobotModelError(f"joint '{j.name}' has an empty range: lower {lower} >= upper {upper}")
+        velocity = float(j.limit.velocity) if j.limit is not None and j.limit.velocity else math.inf
+        effort = float(j.limit.effort) if j.limit is not None and j.limit.effort else math.inf
+        return Joint(j.name, j.joint_type, axis, origin.copy(), lower, upper, velocity, effort, j.child)
+
+    # -- what everything else asks -----------------------------------------------------------
+    @property
+    def dof(self) -> int:
+        return len(self.joints)
+
+    @property
+    def joint_names(self) -> list[str]:
+        return [j.name for j in self.joints]
+
+    @property
+    def lower(self) -> np.ndarray:
+        return np.array([j.lower for j in self.joints])
+
+    @property
+    def upper(self) -> np.ndarray:
+        return np.array([j.upper for j in self.joints])
+
+    @property
+    def velocity_limits(self) -> np.ndarray:
+        return np.array([j.velocity for j in self.joints])
+
+    @property
+    def axes(self) -> np.ndarray:
+        return np.stack([j.axis for j in self.joints])
+
+    @property
+    def continuous(self) -> np.ndarray:
+        return np.array([j.is_continuous for j in self.joints])
+
+    @property
+    def reach(self) -> float:
+        """An upper bound on the tip's distance from the first joint's origin (metres)."""
+        total = sum(float(np.linalg.norm(j.origin[:3, 3])) for j in self.joints[1:])
+        total += float(np.linalg.norm(self.tip_offset[:3, 3]))
+        total += sum(max(abs(j.lower), abs(j.upper)) for j in self.joints if j.type == "prismatic")
+        return total
+
+    def within_limits(self, q: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+        """Boolean per row of ``q`` (..., dof): every joint inside its limits (continuous: any)."""
+        q = np.asarray(q, dtype=float)
+        ok = (q >= self.lower - tol) & (q <= self.upper + tol) | self.continuous
+        return np.all(ok & np.isfinite(q), axis=-1)
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 over base, tip, the ordered joints (names, types, axes, limits, velocity
+        limits, origins) and the tip offset. Two arms with the same fingerprint have the same
+        kinematics; a network trained on one is valid on the other."""
+        def r(x):
+            return [float(f"{v:.9g}") for v in np.asarray(x, dtype=float).ravel()]
+        blob = {
+            "base": self.base, "tip": self.tip,
+            "joints": [[j.name, j.type, r(j.axis), r(j.origin), r([j.lower, j.upper]),
+                        r([j.velocity]) if math.isfinite(j.velocity) else "inf"] for j in self.joints],
+            "tip_offset": r(self.tip_offset),
+        }
+        return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
+
+    def describe(self) -> dict:
+        """What a model folder records about the arm it was trained on."""
+        return {
+            "robot": self.name, "base": self.base, "tip": self.tip, "fingerprint": self.fingerprint,
+            "joint_names": self.joint_names, "joint_types": [j.type for j in self.joints],
+            "lower": self.lower.tolist(), "upper": self.upper.tolist(),
+            "velocity_limits": [v if math.isfinite(v) else None for v in self.velocity_limits.tolist()],
+        }
+
+    def __repr__(self) -> str:
+        return f"ArmModel({self.name!r}, {self.base} -> {self.tip}, {self.dof} joints)"

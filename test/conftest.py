@@ -1,0 +1,30 @@
+"""Shared fixtures. Every test run gets its own ROS_DOMAIN_ID so parallel runs don't cross-talk."""
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
+os.environ.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "1")
+torch.set_num_threads(min(2, os.cpu_count() or 1))
+
+
+@pytest.fixture(scope="session")
+def niryo():
+    from robot_ik_nn.robot import ArmModel
+
+    return ArmModel.load("niryo_one")
+
+
+@pytest.fixture(scope="session")
+def inmoov():
+    from robot_ik_nn.robot import ArmModel
+
+    return ArmModel.load("inmoov_right_arm")
+
+
+@pytest.fixture(scope="session")
+def panda():
+    from robot_ik_nn.robot import ArmModel
+
+    return ArmModel.load("franka_panda")
