@@ -1,0 +1,43 @@
+# robot_ik_nn — two commands on a fresh machine:
+#   make train   a ROS 2 training session for the Niryo One (full pose, CPU, < 5 min), then the eval table
+#   make test    the whole test suite
+# Both create .venv when it is missing and install what the package needs.
+
+PYTHON      ?= python3
+VENV        ?= .venv
+TORCH       ?= torch==2.13.0
+PYTEST_ARGS ?=
+PY          := $(VENV)/bin/python
+PIP         := $(PY) -m pip
+STAMP       := $(VENV)/.installed
+# ROS 2 from PyPI when none is sourced (ROS_DISTRO unset); the [fastrtps] extra brings the middleware.
+ROS_WHEELS  := 'ros-rclpy[fastrtps]' ros-std-msgs ros-sensor-msgs ros-geometry-msgs ros-trajectory-msgs \
+               ros-visualization-msgs ros-diagnostic-msgs
+
+.PHONY: install test train clean
+
+install: $(STAMP)
+
+$(STAMP): setup.py package.xml
+ifdef ROS_DISTRO
+	@test -x $(PY) || $(PYTHON) -m venv --system-site-packages $(VENV)   # see the sourced ROS 2 $(ROS_DISTRO)
+else
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+endif
+	$(PIP) install -q --upgrade pip 'setuptools<80' wheel   # colcon needs setuptools < 80
+	$(PIP) install -q $(TORCH)   # first: a bare torch requirement would pull a multi-GB CUDA build
+ifndef ROS_DISTRO
+	$(PIP) install -q $(ROS_WHEELS)
+endif
+	$(PIP) install -q -e '.[test]'
+	@touch $@
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+train: $(STAMP)
+	$(VENV)/bin/robot-ik-nn launch train
+	$(VENV)/bin/robot-ik-nn eval models/niryo_one --targets 10000
+
+clean:
+	rm -rf $(VENV) build install log .pytest_cache *.egg-info

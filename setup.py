@@ -1,0 +1,35 @@
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "robot_ik_nn"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    description="A neural network learns a robot arm's inverse kinematics by reward and serves it through ROS 2",
+    license="BSD-3-Clause",
+    packages=find_packages(exclude=["test", "test.*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
+        (f"share/{PACKAGE}/urdf", glob("urdf/*.urdf")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.rviz")),
+    ],
+    python_requires=">=3.10",
+    # torch: install torch==2.13.0 (or your CUDA build) first; a bare requirement then installs nothing more
+    install_requires=["numpy", "torch", "pybullet", "urchin", "safetensors", "tqdm", "matplotlib", "pyyaml",
+                      "tensorboard"],
+    extras_require={"test": ["pytest", "pytest-timeout", "hypothesis", "colcon-core", "colcon-ros",
+                             "colcon-python-setup-py"]},
+    zip_safe=True,
+    entry_points={
+        "console_scripts": [
+            "robot-ik-nn = robot_ik_nn.cli:main",
+            "sim_node = robot_ik_nn.nodes.sim_node:main",
+            "learner_node = robot_ik_nn.nodes.learner_node:main",
+            "inference_node = robot_ik_nn.nodes.inference_node:main",
+        ],
+    },
+)
