@@ -28,3 +28,14 @@ def panda():
     from robot_ik_nn.robot import ArmModel
 
     return ArmModel.load("franka_panda")
+
+
+@pytest.fixture(scope="session")
+def niryo_model(tmp_path_factory):
+    """A small Niryo One pose network, trained for a few seconds, shared by the node tests."""
+    from robot_ik_nn.training import Trainer, TrainConfig
+
+    out = tmp_path_factory.mktemp("models") / "niryo_one"
+    Trainer(TrainConfig(robot="niryo_one", steps=1500, minutes=None, out=str(out), hidden=[128, 128]),
+            progress=False).run()
+    return out

@@ -1,0 +1,172 @@
+"""``robot-ik-nn``: train, evaluate and use IK networks; works without ROS.
+
+    robot-ik-nn train --robot niryo_one --minutes 5 --out models/niryo_one
+    robot-ik-nn eval models/niryo_one --targets 10000 [--json]
+    robot-ik-nn solve models/niryo_one --xyz 0.25 0 0.3 --quat 0 0.7071 0 0.7071 [--json]
+    robot-ik-nn launch train|inference|display [name:=value ...]     (needs rclpy)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+
+
+def _threads(value: int | None) -> None:
+    import torch
+
+    torch.set_num_threads(value or min(os.cpu_count() or 1, 16))
+
+
+def cmd_train(args) -> int:
+    from .learners import LearnConfig
+    from .training import Trainer, TrainConfig
+
+    learn = LearnConfig()
+    if args.batch_size:
+        learn.batch_size = args.batch_size
+    config = TrainConfig(robot=args.robot, base=args.base, tip=args.tip, mode=args.mode, learner=args.learner,
+                         minutes=None if args.steps and args.minutes is None else (args.minutes or 5.0),
+                         steps=args.steps, device=args.device, out=args.out or f"models/{_stem(args.robot)}",
+                         seed=args.seed, hidden=args.hidden, tracking=args.tracking,
+                         checkpoint_every=args.checkpoint_every, learn=learn)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    trainer = Trainer(config, resume=args.resume, force=args.force, progress=not args.quiet, stop=stop)
+    path = trainer.run()
+    print(f"model saved to {path}" + (" (stopped early; resume with --resume)" if trainer.interrupted else ""))
+    if trainer.interrupted:
+        return 130
+    if args.eval:
+        return cmd_eval(argparse.Namespace(model=str(path), targets=args.eval, seed=12345, json=False,
+                                           device=args.device, batch=None, threads=args.threads))
+    return 0
+
+
+def _stem(robot: str) -> str:
+    from pathlib import Path
+
+    return Path(robot).stem if robot.endswith(".urdf") else robot
+
+
+def cmd_eval(args) -> int:
+    from . import model_dir
+    from .evaluate import evaluate, format_table
+
+    loaded = model_dir.load(args.model, device=args.device)
+    result = evaluate(loaded, targets=args.targets, seed=args.seed, device=args.device, batch=args.batch)
+    print(json.dumps(result) if args.json else format_table(result))
+    return 0
+
+
+def cmd_solve(args) -> int:
+    from . import model_dir
+    from .quaternions import joint_angles_to_quaternions
+    from .solver import Solver
+
+    loaded = model_dir.load(args.model)
+    solver = Solver(loaded.arm, loaded.net)
+    result = solver.solve([args.xyz], None if args.quat is None else [args.quat], refine=args.refine)
+    q = result.q[0]
+    quats = joint_angles_to_quaternions(q, solver.kin._axes.double()) if result.status[0] != "rejected" else None
+    out = {
+        "status": result.status[0], "reason": result.reason[0],
+        "pos_err_mm": None if result.status[0] == "rejected" else result.pos_err[0].item() * 1000,
+        "rot_err_deg": None if result.status[0] == "rejected" else float(result.rot_err[0].rad2deg()),
+        "joint_names": loaded.arm.joint_names,
+        "joints": None if quats is None else q.tolist(),
+        "joint_quaternions": None if quats is None else quats.tolist(),
+    }
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"{out['status']}" + (f": {out['reason']}" if out["reason"] else ""))
+        if quats is not None:
+            print(f"error: {out['pos_err_mm']:.4f} mm, {out['rot_err_deg']:.4f} deg")
+            print(f"{'joint':>18} {'angle (rad)':>12}   quaternion (x y z w)")
+            for name, a, qq in zip(out["joint_names"], out["joints"], out["joint_quaternions"]):
+                print(f"{name:>18} {a:>12.6f}   " + " ".join(f"{v:+.6f}" for v in qq))
+    return 0 if out["status"] != "rejected" else 2
+
+
+def cmd_launch(args) -> int:
+    from .session import run_session
+
+    return run_session(args.session, args.arguments)
+
+
+def parser() -> argparse.ArgumentParser:
+    from .learners import LEARNERS
+
+    p = argparse.ArgumentParser(prog="robot-ik-nn", description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: all cores)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("train", help="train an IK network by reward")
+    t.add_argument("--robot", default="niryo_one", help="niryo_one, inmoov_right_arm, franka_panda or a URDF path")
+    t.add_argument("--base", help="base link (default: the URDF's root)")
+    t.add_argument("--tip", help="tip link (default: the only leaf; required when the tree branches)")
+    t.add_argument("--mode", choices=["pose", "position"], default="pose")
+    t.add_argument("--learner", choices=LEARNERS, default="gradient")
+    t.add_argument("--minutes", type=float, help="time budget (default 5)")
+    t.add_argument("--steps", type=int, help="step budget (reproducible with --seed)")
+    t.add_argument("--device", default="cpu", help="cpu or cuda")
+    t.add_argument("--out", help="model folder (default models/<robot>)")
+    t.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    t.add_argument("--force", action="store_true", help="start over even if --out holds a run")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--hidden", type=int, nargs="+", default=[256, 256, 256], help="hidden layer widths")
+    t.add_argument("--batch-size", type=int)
+    t.add_argument("--tracking", action="store_true", help="also feed the current joints to the network")
+    t.add_argument("--checkpoint-every", type=float, default=30.0, help="seconds between checkpoints")
+    t.add_argument("--eval", type=int, nargs="?", const=10000, metavar="N",
+                   help="evaluate on N held-out targets when training ends")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(func=cmd_train)
+
+    e = sub.add_parser("eval", help="evaluate a model folder on held-out targets")
+    e.add_argument("model")
+    e.add_argument("--targets", type=int, default=10000)
+    e.add_argument("--seed", type=int, default=12345)
+    e.add_argument("--batch", type=int, help="targets per solver call (default: all at once)")
+    e.add_argument("--device", default="cpu")
+    e.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+    e.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser("solve", help="joint angles and joint quaternions for one target")
+    s.add_argument("model")
+    s.add_argument("--xyz", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"))
+    s.add_argument("--quat", type=float, nargs=4, metavar=("X", "Y", "Z", "W"))
+    s.add_argument("--refine", type=int, default=30, help="refinement iterations (0: the network alone)")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_solve)
+
+    la = sub.add_parser("launch", help="run a ROS 2 session (the launch file's nodes) in one process")
+    la.add_argument("session", choices=["train", "inference", "display"])
+    la.add_argument("arguments", nargs="*", metavar="name:=value")
+    la.set_defaults(func=cmd_launch)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    _threads(args.threads)
+    from .model_dir import ModelDirError
+    from .robot import RobotModelError
+    from .training import TrainingError
+
+    try:
+        return args.func(args)
+    except (ModelDirError, RobotModelError, TrainingError, ValueError) as err:
+        print(f"robot-ik-nn {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

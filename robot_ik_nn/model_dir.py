@@ -1,0 +1,149 @@
+"""A trained model as a self-contained folder, safe to copy to another machine.
+
+    model.safetensors   the network's weights and buffers (never pickle)
+    model.json          robot, fingerprint, base/tip, joints, limits, network shape, mode,
+                        training summary, and the SHA-256 of model.safetensors
+    robot.urdf          the URDF the network was trained on
+    report.md           what was trained, how long, how well
+    training_curve.png  error against training time
+
+Loading checks the weights' checksum and the arm's fingerprint and refuses a mismatch or a
+corrupt file with a message that says which.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .network import IKNet, NetConfig
+from .robot import ArmModel, RobotModelError
+
+FORMAT = 1
+WEIGHTS, META, URDF, REPORT, CURVE = "model.safetensors", "model.json", "robot.urdf", "report.md", "training_curve.png"
+
+
+class ModelDirError(RuntimeError):
+    """A model folder that cannot be used: missing, corrupt, or for another arm."""
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a crash leaves either the old file or the new one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a model folder is for sharing
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def weights_bytes(net: IKNet) -> bytes:
+    from safetensors.torch import save
+
+    state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
+    return save(state, metadata={"format": "robot_ik_nn", "version": str(FORMAT)})
+
+
+@dataclass
+class LoadedModel:
+    net: IKNet
+    arm: ArmModel
+    meta: dict
+    path: Path
+
+    @property
+    def mode(self) -> str:
+        return self.net.config.mode
+
+
+def save(path: str | Path, net: IKNet, arm: ArmModel, training: dict | None = None,
+         report: str | None = None, curve_png: bytes | None = None) -> Path:
+    path = Path(path)
+    blob = weights_bytes(net)
+    meta = {
+        "format": FORMAT,
+        **arm.describe(),
+        "network": net.config.to_dict(),
+        "mode": net.config.mode,
+        "weights_sha256": _sha256(blob),
+        "training": training or {},
+    }
+    atomic_write(path / URDF, arm.urdf_text.encode())
+    atomic_write(path / WEIGHTS, blob)
+    atomic_write(path / META, (json.dumps(meta, indent=2) + "\n").encode())  # last: marks the folder complete
+    if report is not None:
+        atomic_write(path / REPORT, report.encode())
+    if curve_png is not None:
+        atomic_write(path / CURVE, curve_png)
+    return path
+
+
+def read_meta(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_dir():
+        raise ModelDirError(f"model folder not found: {path}")
+    try:
+        meta = json.loads((path / META).read_text())
+    except FileNotFoundError as err:
+        raise ModelDirError(f"{path} is not a model folder: {META} is missing") from err
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ModelDirError(f"{path / META} is corrupt: {err}") from err
+    for key in ("fingerprint", "network", "weights_sha256", "base", "tip", "joint_names"):
+        if key not in meta:
+            raise ModelDirError(f"{path / META} is corrupt: no '{key}'")
+    if meta.get("format") != FORMAT:
+        raise ModelDirError(f"{path} has model format {meta.get('format')}; this version reads format {FORMAT}")
+    return meta
+
+
+def load(path: str | Path, arm: ArmModel | None = None, device: str | torch.device = "cpu") -> LoadedModel:
+    """Load a model folder. With ``arm``, refuse unless it is the arm the model was trained on."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load as load_tensors
+
+    path = Path(path)
+    meta = read_meta(path)
+    try:
+        blob = (path / WEIGHTS).read_bytes()
+    except FileNotFoundError as err:
+        raise ModelDirError(f"{path / WEIGHTS} is missing") from err
+    if _sha256(blob) != meta["weights_sha256"]:
+        raise ModelDirError(f"{path / WEIGHTS} is corrupt: its checksum does not match model.json")
+    if arm is None:
+        try:
+            arm = ArmModel((path / URDF).read_text(), source=str(path / URDF), base=meta["base"],
+                           tip=meta["tip"], name=meta.get("robot"))
+        except (OSError, RobotModelError) as err:
+            raise ModelDirError(f"cannot rebuild the arm from {path / URDF}: {err}") from err
+    if arm.fingerprint != meta["fingerprint"]:
+        raise ModelDirError(
+            f"fingerprint mismatch: {path} was trained on '{meta.get('robot')}' ({meta['base']} -> {meta['tip']}, "
+            f"fingerprint {meta['fingerprint'][:12]}) but is used with '{arm.name}' ({arm.base} -> {arm.tip}, "
+            f"fingerprint {arm.fingerprint[:12]}); train a model for this arm")
+    try:
+        state = load_tensors(blob)
+        config = NetConfig(**meta["network"])
+        net = IKNet(config, arm)
+        net.load_state_dict(state)
+    except (SafetensorError, RuntimeError, TypeError, ValueError) as err:
+        raise ModelDirError(f"{path / WEIGHTS} does not fit model.json: {err}") from err
+    return LoadedModel(net.to(device).eval(), arm, meta, path)

@@ -1,0 +1,195 @@
+"""One target at a time, fast: the solver behind the inference node.
+
+A batched torch solver spends most of a single target's time in per-operation overhead. Here
+the network gives its seed (one small torch call), and the refinement runs in numpy: the same
+kinematics as kinematics.py (cross-checked in tests) and the same Levenberg-Marquardt with
+joint limits, on one configuration. Candidate seeds are the network's answer, the arm's
+current joints and the last solution; refinement starts from the closest, then tries the
+others, then a few random restarts.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .solver import BEST_EFFORT, REJECTED, SOLVED
+
+
+def _skew(k):
+    return np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]], dtype=float)
+
+
+class NumpyChain:
+    """Forward kinematics and geometric Jacobian of one configuration, numpy float64."""
+
+    def __init__(self, arm):
+        self.dof = arm.dof
+        self.A = [j.origin[:3, :3] for j in arm.joints]
+        self.B = [j.origin[:3, :3] @ _skew(j.axis) for j in arm.joints]
+        self.C = [j.origin[:3, :3] @ _skew(j.axis) @ _skew(j.axis) for j in arm.joints]
+        self.P = [j.origin[:3, 3] for j in arm.joints]
+        self.axes = [j.axis for j in arm.joints]
+        self.prismatic = [j.type == "prismatic" for j in arm.joints]
+        self.tip_R, self.tip_p = arm.tip_offset[:3, :3], arm.tip_offset[:3, 3]
+        self.lower, self.upper, self.continuous = arm.lower, arm.upper, arm.continuous
+
+    def forward(self, q, jacobian: bool = False):
+        R, p = np.eye(3), np.zeros(3)
+        origins, axes = [], []
+        s, c1 = np.sin(q), 1.0 - np.cos(q)
+        for i in range(self.dof):
+            p = p + R @ self.P[i]
+            if jacobian:
+                origins.append(p)
+                axes.append(R @ (self.A[i] @ self.axes[i]))
+            if self.prismatic[i]:
+                R = R @ self.A[i]
+                p = p + (R @ self.axes[i]) * q[i]
+            else:
+                R = R @ (self.A[i] + s[i] * self.B[i] + c1[i] * self.C[i])
+        p_tip, R_tip = p + R @ self.tip_p, R @ self.tip_R
+        if not jacobian:
+            return p_tip, R_tip, None
+        J = np.empty((6, self.dof))
+        for i in range(self.dof):
+            if self.prismatic[i]:
+                J[:3, i], J[3:, i] = axes[i], 0.0
+            else:
+                J[:3, i], J[3:, i] = np.cross(axes[i], p_tip - origins[i]), axes[i]
+        return p_tip, R_tip, J
+
+    def clamp(self, q, lower, upper):
+        wrapped = np.remainder(q + math.pi, 2 * math.pi) - math.pi
+        return np.where(self.continuous, wrapped, np.clip(q, lower, upper))
+
+
+def rotation_error(R, R_target) -> np.ndarray:
+    """Axis * angle that turns R onto R_target (base frame)."""
+    E = R_target @ R.T
+    v = np.array([E[2, 1] - E[1, 2], E[0, 2] - E[2, 0], E[1, 0] - E[0, 1]])
+    sin2 = np.linalg.norm(v)
+    angle = math.atan2(sin2 / 2, (np.trace(E) - 1) / 2)
+    if sin2 > 1e-9 and angle < 3.0:
+        return v * (angle / sin2)
+    if angle < 3.0:
+        return v / 2
+    S = (E + E.T) / 2 - math.cos(angle) * np.eye(3)  # near pi: axis from the symmetric part
+    axis = S[:, int(np.argmax(np.diag(S)))]
+    axis = axis / max(np.linalg.norm(axis), 1e-12)
+    return axis * angle * (1.0 if axis @ v >= 0 else -1.0)
+
+
+def quat_to_matrix(q) -> np.ndarray:
+    x, y, z, w = np.asarray(q, dtype=float) / np.linalg.norm(q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+@dataclass
+class Answer:
+    q: np.ndarray | None
+    status: str
+    pos_err: float
+    rot_err: float
+    reason: str = ""
+
+
+class ServingSolver:
+    def __init__(self, arm, net=None, *, pos_tol=1e-3, rot_tol=0.01, iterations=30, restarts=2,
+                 rot_weight=0.1, margin=0.0, seed=0):
+        self.arm, self.net = arm, net
+        self.chain = NumpyChain(arm)
+        margins = np.where(arm.continuous, 0.0, margin)
+        self.lower, self.upper = arm.lower + margins, arm.upper - margins
+        self.pos_tol, self.rot_tol, self.rot_weight = pos_tol, rot_tol, rot_weight
+        self.iterations, self.restarts = iterations, restarts
+        self.rng = np.random.default_rng(seed)
+        self.origin = arm.joints[0].origin[:3, 3]
+        self.max_reach = 1.1 * arm.reach + 0.01
+
+    def _residual(self, q, p, R, jacobian=False):
+        pq, Rq, J = self.chain.forward(q, jacobian)
+        e = p - pq
+        if R is not None:
+            e = np.concatenate([e, self.rot_weight * rotation_error(Rq, R)])
+            if J is not None:
+                J = np.vstack([J[:3], self.rot_weight * J[3:]])
+        elif J is not None:
+            J = J[:3]
+        return e, J
+
+    def refine(self, q, p, R):
+        q = self.chain.clamp(np.asarray(q, dtype=float), self.lower, self.upper)
+        e, J = self._residual(q, p, R, jacobian=True)
+        cost, lam, eye = e @ e, 1e-3, np.eye(self.chain.dof)
+        stop = (0.01 * self.pos_tol) ** 2
+        for _ in range(self.iterations):
+            if cost <= stop:
+                break
+            step = np.linalg.solve(J.T @ J + lam * eye, J.T @ e)
+            q_new = self.chain.clamp(q + step, self.lower, self.upper)
+            e_new, J_new = self._residual(q_new, p, R, jacobian=True)
+            c_new = e_new @ e_new
+            if c_new < cost:
+                q, e, J, cost, lam = q_new, e_new, J_new, c_new, max(lam / 3, 1e-9)
+            else:
+                lam = min(lam * 4, 1e4)
+        return q
+
+    def errors(self, q, p, R):
+        pq, Rq, _ = self.chain.forward(q)
+        rot = 0.0 if R is None else float(np.linalg.norm(rotation_error(Rq, R)))
+        return float(np.linalg.norm(pq - p)), rot
+
+    def network_seed(self, p, quat, current):
+        if self.net is None:
+            return None
+        import torch
+
+        with torch.no_grad():
+            pos = torch.tensor(p, dtype=torch.float32)[None]
+            rot = None
+            if self.net.config.mode == "pose":
+                from .quaternions import quaternion_to_matrix
+                rot = quaternion_to_matrix(torch.tensor(quat, dtype=torch.float32))[None]
+            cur = None
+            if self.net.config.tracking:
+                cur = torch.tensor(current if current is not None else (self.lower + self.upper) / 2,
+                                   dtype=torch.float32)[None]
+            return self.net(pos, rot, cur)[0].double().numpy()
+
+    def solve(self, position, quaternion=None, current=None, last=None) -> Answer:
+        p = np.asarray(position, dtype=float)
+        if p.shape != (3,) or not np.all(np.isfinite(p)):
+            return Answer(None, REJECTED, math.nan, math.nan, f"position is not finite: {p.tolist()}")
+        dist = float(np.linalg.norm(p - self.origin))
+        if dist > self.max_reach:
+            return Answer(None, REJECTED, math.nan, math.nan,
+                          f"position is {dist:.3f} m from the arm's first joint; "
+                          f"{self.arm.name} reaches at most {self.arm.reach:.3f} m")
+        if quaternion is None and self.net is not None and self.net.config.mode == "pose":
+            return Answer(None, REJECTED, math.nan, math.nan, "this model was trained on full poses: give an orientation")
+        R = None if quaternion is None else quat_to_matrix(quaternion)
+        candidates = [c for c in (self.network_seed(p, quaternion, current), current, last) if c is not None]
+        candidates = [self.chain.clamp(np.asarray(c, dtype=float), self.lower, self.upper) for c in candidates]
+        if not candidates:
+            candidates = [(self.lower + self.upper) / 2]
+        scored = sorted(candidates, key=lambda c: self._score(*self.errors(c, p, R)))
+        best, best_score = None, math.inf
+        randoms = [self.lower + self.rng.random(self.chain.dof) * (self.upper - self.lower)
+                   for _ in range(self.restarts)]
+        for start in scored + randoms:
+            q = self.refine(start, p, R)
+            pe, re = self.errors(q, p, R)
+            if self._score(pe, re) < best_score:
+                best, best_score, best_err = q, self._score(pe, re), (pe, re)
+            if pe <= self.pos_tol and re <= self.rot_tol:
+                return Answer(q, SOLVED, pe, re)
+        pe, re = best_err
+        return Answer(best, BEST_EFFORT, pe, re, f"closest reached: {pe * 1000:.2f} mm, {math.degrees(re):.2f} deg")
+
+    def _score(self, pe, re):
+        return pe + self.rot_weight * re

@@ -1,0 +1,63 @@
+"""The robot-ik-nn command line, run as a user runs it."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def cli(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "robot_ik_nn.cli", "--threads", "2", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "niryo"
+    run = cli("train", "--robot", "niryo_one", "--steps", "150", "--hidden", "64", "64", "--out", str(out), "--quiet")
+    assert run.returncode == 0, run.stderr
+    assert f"model saved to {out}" in run.stdout
+    return out
+
+
+def test_eval_json_has_the_promised_keys(trained):
+    run = cli("eval", str(trained), "--targets", "300", "--json")
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["robot"] == "niryo_one" and result["mode"] == "pose" and result["targets"] == 300
+    for key in ("pos_mm_median", "pos_mm_p99", "rot_deg_median"):
+        assert result["network"][key] > 0
+    refined = result["refined"]
+    assert 0.9 <= refined["solve_rate"] <= 1.0
+    assert refined["pos_mm_p99"] >= 0 and refined["rot_deg_p99"] >= 0 and refined["solutions_per_s"] > 0
+
+
+def test_eval_table_for_people(trained):
+    run = cli("eval", str(trained), "--targets", "200")
+    assert run.returncode == 0, run.stderr
+    assert "network alone" in run.stdout and "solved (1 mm, 0.01 rad)" in run.stdout
+
+
+def test_solve_prints_joints_and_quaternions(trained):
+    # the zero pose of the Niryo One: tool at (0.2452, 0, 0.4175), identity orientation
+    run = cli("solve", str(trained), "--xyz", "0.2452", "0", "0.4175", "--quat", "0", "0", "0", "1", "--json")
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["status"] == "solved" and out["pos_err_mm"] < 1.0
+    assert len(out["joints"]) == 6 and len(out["joint_quaternions"]) == 6
+    for q in out["joint_quaternions"]:
+        assert abs(sum(v * v for v in q) - 1) < 1e-9 and q[0] == 0 and q[1] == 0  # about z
+
+
+def test_solve_rejects_a_bad_target_with_exit_code_2(trained):
+    run = cli("solve", str(trained), "--xyz", "3", "0", "0", "--quat", "0", "0", "0", "1")
+    assert run.returncode == 2 and "rejected" in run.stdout and "reaches at most" in run.stdout
+
+
+def test_errors_name_the_problem(tmp_path):
+    run = cli("eval", str(tmp_path / "missing"))
+    assert run.returncode == 2 and "model folder not found" in run.stderr
+    run = cli("train", "--robot", "no_such_arm.urdf", "--steps", "1", "--out", str(tmp_path / "x"))
+    assert run.returncode == 2 and "URDF file not found" in run.stderr
+    run = cli("train", "--robot", "franka_panda", "--tip", "nowhere", "--steps", "1", "--out", str(tmp_path / "x"))
+    assert run.returncode == 2 and "unknown tip link 'nowhere'" in run.stderr

@@ -1,0 +1,90 @@
+"""Model folders: save, load, and refuse what does not fit."""
+import json
+
+import pytest
+import torch
+
+from robot_ik_nn import model_dir
+from robot_ik_nn.model_dir import ModelDirError
+from robot_ik_nn.network import IKNet, NetConfig
+from robot_ik_nn.robot import ArmModel
+
+
+@pytest.fixture()
+def saved(tmp_path, niryo):
+    net = IKNet.for_arm(niryo, NetConfig(niryo.dof, "pose", [32, 32]))
+    path = model_dir.save(tmp_path / "m", net, niryo, {"steps": 3}, report="# hi\n", curve_png=b"\x89PNG")
+    return path, net
+
+
+def test_round_trip_gives_the_same_answers(saved, niryo):
+    path, net = saved
+    assert sorted(p.name for p in path.iterdir()) == ["model.json", "model.safetensors", "report.md", "robot.urdf",
+                                                      "training_curve.png"]
+    loaded = model_dir.load(path)
+    x = torch.rand(10, 3) * 0.2 + torch.tensor([0.1, 0.0, 0.2])
+    rot = torch.eye(3).expand(10, 3, 3)
+    torch.testing.assert_close(loaded.net(x, rot), net(x, rot), rtol=0, atol=0)
+    assert loaded.arm.fingerprint == niryo.fingerprint
+    meta = json.loads((path / "model.json").read_text())
+    assert meta["robot"] == "niryo_one" and meta["mode"] == "pose" and meta["network"]["hidden"] == [32, 32]
+    assert meta["joint_names"] == niryo.joint_names and meta["training"] == {"steps": 3}
+
+
+def test_loading_moves_with_the_folder(saved, tmp_path):
+    path, _ = saved
+    moved = path.rename(tmp_path / "elsewhere")
+    assert model_dir.load(moved).arm.name == "niryo_one"
+
+
+def test_weights_are_not_pickle(saved):
+    path, _ = saved
+    head = (path / "model.safetensors").read_bytes()[:8]
+    header_len = int.from_bytes(head, "little")
+    header = json.loads((path / "model.safetensors").read_bytes()[8:8 + header_len])
+    assert "head.weight" in header
+
+
+def test_refuses_another_arm(saved):
+    path, _ = saved
+    with pytest.raises(ModelDirError, match="fingerprint mismatch.*niryo_one.*inmoov_right_arm"):
+        model_dir.load(path, arm=ArmModel.load("inmoov_right_arm"))
+    with pytest.raises(ModelDirError, match="fingerprint mismatch"):
+        model_dir.load(path, arm=ArmModel.load("niryo_one", tip="hand_link"))
+
+
+def test_refuses_an_edited_urdf(saved):
+    path, _ = saved
+    urdf = path / "robot.urdf"
+    urdf.write_text(urdf.read_text().replace('velocity="2.2"', 'velocity="9.9"'))
+    with pytest.raises(ModelDirError, match="fingerprint mismatch"):
+        model_dir.load(path)
+
+
+def test_refuses_corrupt_weights(saved):
+    path, _ = saved
+    blob = bytearray((path / "model.safetensors").read_bytes())
+    blob[-5] ^= 0xFF
+    (path / "model.safetensors").write_bytes(bytes(blob))
+    with pytest.raises(ModelDirError, match="model.safetensors is corrupt"):
+        model_dir.load(path)
+
+
+def test_refuses_corrupt_or_missing_metadata(saved, tmp_path):
+    path, _ = saved
+    (path / "model.json").write_text("{ not json")
+    with pytest.raises(ModelDirError, match="model.json is corrupt"):
+        model_dir.load(path)
+    (path / "model.json").unlink()
+    with pytest.raises(ModelDirError, match="model.json is missing"):
+        model_dir.load(path)
+    with pytest.raises(ModelDirError, match="model folder not found"):
+        model_dir.load(tmp_path / "nothing")
+
+
+def test_atomic_write_leaves_no_temporary_files(tmp_path):
+    target = tmp_path / "x.bin"
+    model_dir.atomic_write(target, b"one")
+    model_dir.atomic_write(target, b"two")
+    assert target.read_bytes() == b"two"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.bin"]
