@@ -3,9 +3,9 @@
 A batched torch solver spends most of a single target's time in per-operation overhead. Here
 the network gives its seed (one small torch call), and the refinement runs in numpy: the same
 kinematics as kinematics.py (cross-checked in tests) and the same Levenberg-Marquardt with
-joint limits, on one configuration. Candidate seeds are the network's answer, the arm's
-current joints and the last solution; refinement starts from the closest, then tries the
-others, then a few random restarts.
+joint limits, on one configuration. A target near where the arm is (or near the last answer)
+is refined from there first, as a tracking target at 200 Hz is; otherwise, or when that does
+not solve it, the network's seed goes first, then the warm starts, then a few random restarts.
 """
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ class NumpyChain:
         self.C = [j.origin[:3, :3] @ _skew(j.axis) @ _skew(j.axis) for j in arm.joints]
         self.P = [j.origin[:3, 3] for j in arm.joints]
         self.axes = [j.axis for j in arm.joints]
-        self.prismatic = [j.type == "prismatic" for j in arm.joints]
+        self.A_axis = [a @ k for a, k in zip(self.A, self.axes)]
+        self.prismatic = np.array([j.type == "prismatic" for j in arm.joints])
         self.tip_R, self.tip_p = arm.tip_offset[:3, :3], arm.tip_offset[:3, 3]
         self.lower, self.upper, self.continuous = arm.lower, arm.upper, arm.continuous
 
@@ -43,7 +44,7 @@ class NumpyChain:
             p = p + R @ self.P[i]
             if jacobian:
                 origins.append(p)
-                axes.append(R @ (self.A[i] @ self.axes[i]))
+                axes.append(R @ self.A_axis[i])
             if self.prismatic[i]:
                 R = R @ self.A[i]
                 p = p + (R @ self.axes[i]) * q[i]
@@ -52,12 +53,10 @@ class NumpyChain:
         p_tip, R_tip = p + R @ self.tip_p, R @ self.tip_R
         if not jacobian:
             return p_tip, R_tip, None
-        J = np.empty((6, self.dof))
-        for i in range(self.dof):
-            if self.prismatic[i]:
-                J[:3, i], J[3:, i] = axes[i], 0.0
-            else:
-                J[:3, i], J[3:, i] = np.cross(axes[i], p_tip - origins[i]), axes[i]
+        z, r = np.array(axes), p_tip - np.array(origins)  # (dof, 3) each
+        linear = np.stack([z[:, 1] * r[:, 2] - z[:, 2] * r[:, 1], z[:, 2] * r[:, 0] - z[:, 0] * r[:, 2],
+                           z[:, 0] * r[:, 1] - z[:, 1] * r[:, 0]])  # z x r, (3, dof)
+        J = np.vstack([np.where(self.prismatic, z.T, linear), np.where(self.prismatic, 0.0, z.T)])
         return p_tip, R_tip, J
 
     def clamp(self, q, lower, upper):
@@ -99,7 +98,7 @@ class Answer:
 
 class ServingSolver:
     def __init__(self, arm, net=None, *, pos_tol=1e-3, rot_tol=0.01, iterations=30, restarts=2,
-                 rot_weight=0.1, margin=0.0, seed=0):
+                 rot_weight=0.1, margin=0.0, seed=0, warm_radius=0.02):
         self.arm, self.net = arm, net
         self.chain = NumpyChain(arm)
         margins = np.where(arm.continuous, 0.0, margin)
@@ -109,6 +108,7 @@ class ServingSolver:
         self.rng = np.random.default_rng(seed)
         self.origin = arm.joints[0].origin[:3, 3]
         self.max_reach = 1.1 * arm.reach + 0.01
+        self.warm_radius = warm_radius  # weighted pose error (m) under which a warm start goes first
 
     def _residual(self, q, p, R, jacobian=False):
         pq, Rq, J = self.chain.forward(q, jacobian)
@@ -173,21 +173,33 @@ class ServingSolver:
         if quaternion is None and self.net is not None and self.net.config.mode == "pose":
             return Answer(None, REJECTED, math.nan, math.nan, "this model was trained on full poses: give an orientation")
         R = None if quaternion is None else quat_to_matrix(quaternion)
-        candidates = [c for c in (self.network_seed(p, quaternion, current), current, last) if c is not None]
-        candidates = [self.chain.clamp(np.asarray(c, dtype=float), self.lower, self.upper) for c in candidates]
-        if not candidates:
-            candidates = [(self.lower + self.upper) / 2]
-        scored = sorted(candidates, key=lambda c: self._score(*self.errors(c, p, R)))
-        best, best_score = None, math.inf
-        randoms = [self.lower + self.rng.random(self.chain.dof) * (self.upper - self.lower)
-                   for _ in range(self.restarts)]
-        for start in scored + randoms:
+        warm = [self.chain.clamp(np.asarray(c, dtype=float), self.lower, self.upper)
+                for c in (last, current) if c is not None]
+        warm.sort(key=lambda c: self._score(*self.errors(c, p, R)))
+        best, best_score, best_err = None, math.inf, (math.nan, math.nan)
+        tried = 0
+
+        def attempt(start):
+            nonlocal best, best_score, best_err, tried
+            tried += 1
             q = self.refine(start, p, R)
             pe, re = self.errors(q, p, R)
             if self._score(pe, re) < best_score:
                 best, best_score, best_err = q, self._score(pe, re), (pe, re)
-            if pe <= self.pos_tol and re <= self.rot_tol:
-                return Answer(q, SOLVED, pe, re)
+            return pe <= self.pos_tol and re <= self.rot_tol
+
+        # a target close to where the arm is (or was last sent) is solved from there: tracking
+        if warm and self._score(*self.errors(warm[0], p, R)) < self.warm_radius and attempt(warm[0]):
+            return Answer(best, SOLVED, *best_err)
+        seed = self.network_seed(p, quaternion, current)
+        starts = ([self.chain.clamp(seed, self.lower, self.upper)] if seed is not None else []) + warm[tried:]
+        if not starts:
+            starts = [(self.lower + self.upper) / 2]
+        starts += [self.lower + self.rng.random(self.chain.dof) * (self.upper - self.lower)
+                   for _ in range(self.restarts)]
+        for start in starts:
+            if attempt(start):
+                return Answer(best, SOLVED, *best_err)
         pe, re = best_err
         return Answer(best, BEST_EFFORT, pe, re, f"closest reached: {pe * 1000:.2f} mm, {math.degrees(re):.2f} deg")
 

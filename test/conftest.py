@@ -39,3 +39,16 @@ def niryo_model(tmp_path_factory):
     Trainer(TrainConfig(robot="niryo_one", steps=1500, minutes=None, out=str(out), hidden=[128, 128]),
             progress=False).run()
     return out
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _ros_context_closed_at_exit():
+    """Tests that spin rclpy share the default context; shut it down once, at the end."""
+    yield
+    import sys
+
+    if "rclpy" in sys.modules:
+        import rclpy
+
+        if rclpy.ok():
+            rclpy.shutdown()

@@ -1,0 +1,100 @@
+"""What the nodes share: QoS, declared parameters, messages, and running a node."""
+from __future__ import annotations
+
+import math
+import sys
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rclpy.executors import ExternalShutdownException
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+# Commands and states must arrive: reliable. Keep a few so a burst is not lost.
+RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE,
+                      history=HistoryPolicy.KEEP_LAST)
+
+
+def declare(node, name: str, default, description: str, *, read_only: bool = False, lo=None, hi=None):
+    """Declare a parameter with a descriptor (description, range, read-only) and return its value."""
+    descriptor = ParameterDescriptor(description=description, read_only=read_only)
+    if lo is not None and isinstance(default, bool):
+        raise TypeError("booleans have no range")
+    if lo is not None and isinstance(default, float):
+        descriptor.floating_point_range = [FloatingPointRange(from_value=float(lo), to_value=float(hi), step=0.0)]
+    elif lo is not None and isinstance(default, int):
+        descriptor.integer_range = [IntegerRange(from_value=int(lo), to_value=int(hi), step=1)]
+    return node.declare_parameter(name, default, descriptor).value
+
+
+def live_parameters(node, attributes: dict, checks: dict | None = None) -> None:
+    """Parameters that may change while the node runs: ``attributes`` maps a parameter name to
+    the node attribute that holds its value; ``checks`` maps a name to a function returning an
+    error message (or "") for a proposed value. Ranges and read-only are enforced by rclpy;
+    a change is applied only when every proposed value passes."""
+    checks = checks or {}
+
+    def callback(params):
+        for p in params:
+            problem = checks[p.name](p.value) if p.name in checks else ""
+            if problem:
+                return SetParametersResult(successful=False, reason=f"{p.name}: {problem}")
+        for p in params:
+            if p.name in attributes:
+                setattr(node, attributes[p.name], p.value)
+        return SetParametersResult(successful=True)
+
+    node.add_on_set_parameters_callback(callback)
+
+
+def stamp_seconds(stamp) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+def now_seconds(node) -> float:
+    return node.get_clock().now().nanoseconds * 1e-9
+
+
+def duration_msg(seconds: float):
+    from builtin_interfaces.msg import Duration
+
+    whole = math.floor(seconds)
+    return Duration(sec=int(whole), nanosec=int(round((seconds - whole) * 1e9)) % 1_000_000_000)
+
+
+LEVELS = {"ok": DiagnosticStatus.OK, "warn": DiagnosticStatus.WARN, "error": DiagnosticStatus.ERROR}
+
+
+def status(name: str, level: str, message: str, values: dict, hardware_id: str = "") -> DiagnosticStatus:
+    """A DiagnosticStatus; ``level`` is "ok", "warn" or "error"."""
+    return DiagnosticStatus(level=LEVELS[level], name=name, message=message, hardware_id=hardware_id,
+                            values=[KeyValue(key=str(k), value=str(v)) for k, v in values.items()])
+
+
+def spin_node(node_factory, args=None) -> int:
+    """``main()`` of every node: init, build, spin until Ctrl-C, shutdown or the node's own end
+    (a node with a true ``done`` attribute, such as a finished training run), then clean up.
+    A node that cannot start says why and exits non-zero."""
+    rclpy.init(args=args)
+    node = None
+    code = 0
+    try:
+        node = node_factory()
+        while rclpy.ok() and not getattr(node, "done", False):
+            rclpy.spin_once(node, timeout_sec=0.1)
+        code = int(getattr(node, "exit_code", 0))
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception as err:  # noqa: BLE001
+        name = node.get_name() if node is not None else "robot_ik_nn"
+        print(f"[{name}] fatal: {err}", file=sys.stderr)
+        code = 1
+    finally:
+        if node is not None:
+            close = getattr(node, "close", None)
+            if close is not None:
+                close()
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return code

@@ -1,0 +1,205 @@
+"""inference_node: target poses in, safe joint commands out.
+
+Loads a model folder (refusing a wrong fingerprint or a corrupt file: the node exits non-zero
+with the reason). For each ``~/target_pose`` (geometry_msgs/PoseStamped) it solves IK, passes
+the answer through the safety gate (safety.py) and publishes:
+
+- ``joint_command`` (sensor_msgs/JointState, radians): the solution, or with ``stream`` the
+  rate-limited setpoints toward it;
+- ``<controller>/joint_trajectory`` (trajectory_msgs/JointTrajectory): one point, reached no
+  faster than the joint velocity limits allow from the current joints;
+- ``~/joint_quaternions`` (std_msgs/Float64MultiArray, n_joints x 4, x y z w);
+- ``~/status`` (diagnostic_msgs/DiagnosticArray): solved / best effort / rejected, errors, latency.
+
+Targets that fail a check get a reason on ``~/status`` and a throttled log line, and nothing is
+published for them. Without new targets the node publishes nothing new.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from .. import model_dir
+from ..quaternions import joint_angles_to_quaternions
+from ..robot import ArmModel
+from ..safety import JointBounds, check_target, gate_command, stream_step
+from ..serving import ServingSolver
+from ..solver import SOLVED
+from .common import (RELIABLE, declare, duration_msg, live_parameters, now_seconds, spin_node, stamp_seconds,
+                     status)
+
+
+class InferenceNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("inference_node", **kwargs)
+        path = declare(self, "model_dir", "", "model folder to serve (required)", read_only=True)
+        robot = declare(self, "robot", "", "arm this node commands ('' = the model's own robot.urdf); its "
+                        "fingerprint must match the model's", read_only=True)
+        controller = declare(self, "controller", "arm_controller",
+                             "trajectory topic prefix: <controller>/joint_trajectory", read_only=True)
+        frame = declare(self, "frame_id", "", "frame targets must be given in ('' = the arm's base link)",
+                        read_only=True)
+        self.stale_timeout = declare(self, "stale_timeout", 0.2, "reject targets stamped longer ago (s)",
+                                     lo=0.001, hi=60.0)
+        self.future_tolerance = declare(self, "future_tolerance", 0.05,
+                                        "reject targets stamped further in the future (s)", lo=0.0, hi=10.0)
+        margin = declare(self, "joint_limit_margin", 0.02, "kept from every joint limit (rad or m)",
+                         read_only=True, lo=0.0, hi=0.5)
+        speed = declare(self, "speed_scale", 1.0, "fraction of the URDF velocity limits used", read_only=True,
+                        lo=0.01, hi=1.0)
+        self.min_duration = declare(self, "min_duration", 0.0, "shortest trajectory time_from_start (s)",
+                                    lo=0.0, hi=60.0)
+        self.stream = declare(self, "stream", False, "joint_command carries rate-limited setpoints (for "
+                              "controllers that do not interpolate) instead of the solution", read_only=True)
+        stream_rate = declare(self, "stream_rate", 100.0, "setpoint rate with stream (Hz)", read_only=True,
+                              lo=1.0, hi=1000.0)
+        self.joint_state_timeout = declare(self, "joint_state_timeout", 0.5,
+                                           "joint states older than this are not trusted (s)", lo=0.01, hi=60.0)
+        iterations = declare(self, "refine_iterations", 30, "refinement iterations per seed (0: network alone)",
+                             read_only=True, lo=0, hi=500)
+        restarts = declare(self, "restarts", 2, "random restarts when no seed solves", read_only=True, lo=0, hi=100)
+        self.accept_best_effort = declare(self, "accept_best_effort", False,
+                                          "also command answers that miss the 1 mm / 0.01 rad tolerance")
+        threads = declare(self, "threads", 1, "torch threads for the network", read_only=True, lo=1, hi=64)
+        live_parameters(self, {name: name for name in ("stale_timeout", "future_tolerance", "min_duration",
+                                                         "joint_state_timeout", "accept_best_effort")})
+        torch.set_num_threads(threads)
+        if not path:
+            raise RuntimeError("parameter model_dir is required: the model folder to serve")
+        arm = ArmModel.load(robot) if robot else None
+        loaded = model_dir.load(path, arm=arm)  # refuses a mismatch or a corrupt file, with the reason
+        self.arm, self.net = loaded.arm, loaded.net
+        self.names = self.arm.joint_names
+        self.frames = {frame or self.arm.base}
+        self.bounds = JointBounds.from_arm(self.arm, margin=margin, speed_scale=speed)
+        self.solver = ServingSolver(self.arm, self.net, iterations=iterations, restarts=restarts, margin=margin)
+        self.axes = torch.tensor(self.arm.axes, dtype=torch.float64)
+        self.current = None  # (joints, receive time)
+        self.last_solution = None
+        self.setpoint = None
+        self.stream_goal = None
+        self.stream_dt = 1.0 / stream_rate
+        self.counts = {"solved": 0, "best_effort": 0, "rejected": 0}
+
+        self.command_pub = self.create_publisher(JointState, "joint_command", RELIABLE)
+        self.trajectory_pub = self.create_publisher(JointTrajectory, f"{controller}/joint_trajectory", RELIABLE)
+        self.quat_pub = self.create_publisher(Float64MultiArray, "~/joint_quaternions", RELIABLE)
+        self.status_pub = self.create_publisher(DiagnosticArray, "~/status", RELIABLE)
+        self.create_subscription(JointState, "/joint_states", self.on_joint_states, RELIABLE)
+        self.create_subscription(PoseStamped, "~/target_pose", self.on_target, RELIABLE)
+        if self.stream:
+            self.create_timer(self.stream_dt, self.on_stream_tick)
+        self.get_logger().info(
+            f"serving {path} for {self.arm.name} ({self.arm.dof} joints, {loaded.mode} mode); targets in frame "
+            f"{next(iter(self.frames))}; trajectories on {controller}/joint_trajectory"
+            + (f"; streaming setpoints at {stream_rate:g} Hz" if self.stream else ""))
+
+    # -- inputs -----------------------------------------------------------------------------------
+    def on_joint_states(self, msg: JointState) -> None:
+        given = dict(zip(msg.name, msg.position))
+        if all(n in given for n in self.names):
+            q = np.array([given[n] for n in self.names], dtype=float)
+            if np.all(np.isfinite(q)):
+                self.current = (q, time.monotonic())
+
+    def _current_joints(self):
+        if self.current is None:
+            return None, "no joint state yet on /joint_states for joints " + ", ".join(self.names)
+        q, at = self.current
+        if time.monotonic() - at > self.joint_state_timeout:
+            return None, f"joint states are stale (last {time.monotonic() - at:.2f} s ago)"
+        return q, ""
+
+    def on_target(self, msg: PoseStamped) -> None:
+        started = time.perf_counter()
+        p, o = msg.pose.position, msg.pose.orientation
+        position, quat = [p.x, p.y, p.z], [o.x, o.y, o.z, o.w]
+        reason = check_target(position, quat, msg.header.frame_id, stamp_seconds(msg.header.stamp),
+                              now_seconds(self), self.frames, self.stale_timeout, self.future_tolerance)
+        current, why = self._current_joints() if not reason else (None, "")
+        reason = reason or why
+        if reason:
+            return self.report("rejected", reason, started)
+        answer = self.solver.solve(np.array(position), np.array(quat), current=current, last=self.last_solution)
+        if answer.status != SOLVED and not (answer.q is not None and self.accept_best_effort):
+            return self.report(answer.status, answer.reason, started, answer)
+        command = gate_command(answer.q, current, self.bounds, self.min_duration)
+        if command is None:
+            return self.report("rejected", "the safety gate refused the solution (outside the joint limits "
+                               "with margin, or not finite)", started, answer)
+        self.last_solution = command.positions
+        self.publish(command, current)
+        self.report(answer.status, answer.reason, started, answer, command.duration)
+
+    # -- outputs ----------------------------------------------------------------------------------
+    def publish(self, command, current) -> None:
+        stamp = self.get_clock().now().to_msg()
+        traj = JointTrajectory(joint_names=self.names)
+        traj.points = [JointTrajectoryPoint(positions=command.positions.tolist(),
+                                            time_from_start=duration_msg(command.duration))]
+        self.trajectory_pub.publish(traj)  # header.stamp zero: start now
+        if self.stream:
+            if self.stream_goal is None or self.setpoint is None:
+                self.setpoint = current
+            self.stream_goal = command.positions
+            self.on_stream_tick()
+        else:
+            self._send_joints(command.positions, stamp)
+        quats = joint_angles_to_quaternions(torch.tensor(command.positions), self.axes)
+        n = self.arm.dof
+        msg = Float64MultiArray(data=quats.reshape(-1).tolist())
+        msg.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n * 4),
+                          MultiArrayDimension(label="xyzw", size=4, stride=4)]
+        self.quat_pub.publish(msg)
+
+    def _send_joints(self, q, stamp=None) -> None:
+        msg = JointState(name=self.names, position=[float(v) for v in q])
+        msg.header.stamp = stamp or self.get_clock().now().to_msg()
+        msg.header.frame_id = self.arm.base
+        self.command_pub.publish(msg)
+
+    def on_stream_tick(self) -> None:
+        if self.stream_goal is None:
+            return  # holding: nothing new to say
+        nxt = stream_step(self.setpoint, self.stream_goal, self.bounds, self.stream_dt)
+        if nxt is None:
+            self.get_logger().error("stream stopped: the safety gate refused the next setpoint")
+            self.stream_goal = None
+            return
+        self._send_joints(nxt)
+        self.setpoint = nxt
+        if np.array_equal(nxt, self.stream_goal):
+            self.stream_goal = None
+
+    def report(self, outcome: str, reason: str, started: float, answer=None, duration=None) -> None:
+        self.counts[outcome] = self.counts.get(outcome, 0) + 1
+        latency_ms = (time.perf_counter() - started) * 1000
+        values = {"latency_ms": f"{latency_ms:.3f}", **{f"count_{k}": v for k, v in self.counts.items()}}
+        if answer is not None and answer.q is not None:
+            values.update(pos_err_mm=f"{answer.pos_err * 1000:.4f}", rot_err_deg=f"{np.degrees(answer.rot_err):.4f}")
+        if duration is not None:
+            values["time_from_start_s"] = f"{duration:.3f}"
+        level = {"solved": "ok", "best_effort": "warn"}.get(outcome, "error")
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [status("inference_node: target", level, f"{outcome}" + (f": {reason}" if reason else ""),
+                             values, hardware_id=self.arm.name)]
+        self.status_pub.publish(msg)
+        if outcome != "solved":
+            self.get_logger().warning(f"target {outcome}: {reason}", throttle_duration_sec=1.0)
+
+
+def main(args=None) -> int:
+    return spin_node(InferenceNode, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

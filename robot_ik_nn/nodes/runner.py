@@ -1,0 +1,59 @@
+"""Running a planned session (session.py) in one process: all nodes on one rclpy executor."""
+from __future__ import annotations
+
+import sys
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.parameter import Parameter
+
+from .inference_node import InferenceNode
+from .learner_node import LearnerNode
+from .sim_node import SimNode
+
+NODE_CLASSES = {"sim_node": SimNode, "learner_node": LearnerNode, "inference_node": InferenceNode}
+
+
+def _overrides(parameters: dict) -> list[Parameter]:
+    return [Parameter(name, value=value) for name, value in parameters.items()]
+
+
+def run(planned, args=None) -> int:
+    """Start ``planned`` nodes, spin until a session-ending node is done or Ctrl-C; 0 on success."""
+    rclpy.init(args=args)
+    executor = MultiThreadedExecutor(num_threads=4)
+    started = []
+    code = 0
+    try:
+        for spec in planned:
+            if spec.external:
+                print(f"[launch] {spec.executable} skipped: it comes with a ROS 2 install (not on PyPI); "
+                      f"'ros2 launch robot_ik_nn ...' starts it", file=sys.stderr)
+                continue
+            remaps = [arg for a, b in spec.remappings for arg in ("-r", f"{a}:={b}")]
+            node = NODE_CLASSES[spec.executable](parameter_overrides=_overrides(spec.parameters),
+                                                 cli_args=["--ros-args", *remaps] if remaps else None)
+            started.append((spec, node))
+            executor.add_node(node)
+        enders = [node for spec, node in started if spec.ends_session]
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
+            if any(getattr(node, "done", False) for node in enders):
+                code = max(int(getattr(node, "exit_code", 0)) for node in enders)
+                break
+    except (KeyboardInterrupt, ExternalShutdownException):
+        code = 130
+    except Exception as err:  # noqa: BLE001 - a node that cannot start ends the session with its reason
+        print(f"[launch] fatal: {err}", file=sys.stderr)
+        code = 1
+    finally:
+        for _, node in reversed(started):
+            close = getattr(node, "close", None)
+            if close is not None:
+                close()
+            executor.remove_node(node)
+            node.destroy_node()
+        executor.shutdown()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return code

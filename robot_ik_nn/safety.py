@@ -1,0 +1,135 @@
+"""The safety gate in front of every command sent to an arm. Pure functions, no ROS.
+
+Two halves:
+
+- :func:`check_target` decides whether a target pose may be served at all (finite, unit
+  quaternion, a known frame, neither stale nor from the future);
+- :func:`gate_command` turns a solution into a command that satisfies every bound, or refuses
+  (``None``): every value finite and inside the joint limits shrunk by ``margin``; the
+  trajectory's duration never shorter than the velocity limits allow from the current joints;
+  and, for controllers that do not interpolate, :func:`stream_step` gives setpoints that move
+  each joint at most ``velocity * dt`` per step and end exactly at the goal.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+QUATERNION_TOLERANCE = 1e-3
+
+
+@dataclass(frozen=True)
+class JointBounds:
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity: np.ndarray  # rad/s (or m/s), finite and positive
+    margin: np.ndarray | float = 0.0  # kept from each limit (0 for continuous joints)
+
+    @classmethod
+    def from_arm(cls, arm, margin: float = 0.0, speed_scale: float = 1.0, default_velocity: float = 1.0):
+        """Bounds from an arm model; joints without a velocity limit get ``default_velocity``."""
+        if not 0 < speed_scale <= 1:
+            raise ValueError(f"speed_scale must be in (0, 1], got {speed_scale}")
+        if not (math.isfinite(margin) and margin >= 0):
+            raise ValueError(f"margin must be a finite number >= 0, got {margin}")
+        vel = np.where(np.isfinite(arm.velocity_limits), arm.velocity_limits, default_velocity) * speed_scale
+        margins = np.where(arm.continuous, 0.0, float(margin))
+        bounds = cls(arm.lower.copy(), arm.upper.copy(), vel, margins)
+        if np.any(bounds.lo > bounds.hi):
+            raise ValueError(f"margin {margin} leaves no room inside the joint limits")
+        return bounds
+
+    @property
+    def lo(self) -> np.ndarray:
+        return self.lower + self.margin
+
+    @property
+    def hi(self) -> np.ndarray:
+        return self.upper - self.margin
+
+    def inside(self, q) -> bool:
+        q = np.asarray(q, dtype=float)
+        return bool(q.shape == self.lower.shape and np.all(np.isfinite(q)) and np.all(q >= self.lo)
+                    and np.all(q <= self.hi))
+
+
+@dataclass(frozen=True)
+class Command:
+    positions: np.ndarray
+    duration: float  # seconds: time_from_start for a trajectory to ``positions``
+
+
+def check_target(position, orientation, frame_id: str, stamp: float, now: float, frames,
+                 stale_timeout: float = 0.2, future_tolerance: float = 0.05) -> str:
+    """The reason a target must not be served, or "" when it may be.
+
+    ``orientation`` is (x, y, z, w) or None for position-only targets; ``stamp`` and ``now`` are
+    seconds on the same clock; ``frames`` are the frame ids the solver works in.
+    """
+    p = np.asarray(position, dtype=float)
+    if p.shape != (3,) or not np.all(np.isfinite(p)):
+        return f"position is not finite: {p.tolist()}"
+    if orientation is not None:
+        q = np.asarray(orientation, dtype=float)
+        if q.shape != (4,) or not np.all(np.isfinite(q)):
+            return f"orientation is not finite: {q.tolist()}"
+        with np.errstate(over="ignore"):
+            norm = float(np.linalg.norm(q))
+        if abs(norm - 1.0) > QUATERNION_TOLERANCE:
+            return f"orientation quaternion is not unit length (norm {norm:.6g})"
+    if not frame_id:
+        return "frame_id is empty"
+    if frame_id not in frames:
+        return f"unknown frame_id '{frame_id}' (targets must be in {', '.join(sorted(frames))})"
+    if not (math.isfinite(stamp) and math.isfinite(now)):
+        return "stamp is not finite"
+    age = now - stamp
+    if age > stale_timeout:
+        return f"target is stale: stamped {age * 1000:.0f} ms ago (stale_timeout {stale_timeout * 1000:.0f} ms)"
+    if -age > future_tolerance:
+        return f"target is stamped {-age * 1000:.0f} ms in the future"
+    return ""
+
+
+def gate_command(solution, current, bounds: JointBounds, min_duration: float = 0.0) -> Command | None:
+    """A command to ``solution`` that respects every bound, or None.
+
+    ``current`` is the arm's joint state; the duration is long enough for every joint to get
+    from ``current`` to ``solution`` within its velocity limit, and at least ``min_duration``.
+    """
+    q = np.asarray(solution, dtype=float)
+    c = np.asarray(current, dtype=float)
+    if not bounds.inside(q) or c.shape != q.shape or not np.all(np.isfinite(c)):
+        return None
+    if not (math.isfinite(min_duration) and min_duration >= 0):
+        return None
+    if not np.all(np.isfinite(bounds.velocity)) or np.any(bounds.velocity <= 0):
+        return None
+    duration = float(np.max(np.abs(q - c) / bounds.velocity, initial=0.0))
+    return Command(q.copy(), max(duration, float(min_duration)))
+
+
+def stream_step(setpoint, goal, bounds: JointBounds, dt: float) -> np.ndarray | None:
+    """The next setpoint from ``setpoint`` toward ``goal``: each joint moves at most
+    ``velocity * dt``, and the goal itself is returned once it is within reach.
+
+    None when the goal is unsafe, ``dt`` is not a positive finite time, or the setpoint lies
+    outside the joint limits (no step from there could respect both the limits and the speeds).
+    """
+    s = np.asarray(setpoint, dtype=float)
+    g = np.asarray(goal, dtype=float)
+    if not (math.isfinite(dt) and dt > 0) or s.shape != g.shape:
+        return None
+    if not bounds.inside(g) or not np.all(np.isfinite(s)):
+        return None
+    if np.any(s < bounds.lower) or np.any(s > bounds.upper):
+        return None
+    reach = bounds.velocity * dt
+    if not np.all(np.isfinite(reach)) or np.any(reach <= 0):
+        return None
+    delta = g - s
+    if np.all(np.abs(delta) <= reach * (1 + 1e-9)):  # rounding must not cost an extra step
+        return g.copy()
+    return s + np.clip(delta, -reach, reach)  # between two points inside the limits: inside too

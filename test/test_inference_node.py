@@ -1,0 +1,253 @@
+"""inference_node over DDS: real rclpy nodes in their own processes, a probe node in the test."""
+import math
+import time
+
+import numpy as np
+import pytest
+import torch
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped
+from rcl_interfaces.msg import Parameter as ParameterMsg
+from rcl_interfaces.msg import ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
+
+from robot_ik_nn.kinematics import Kinematics, rotation_angle
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from robot_ik_nn.nodes.common import RELIABLE
+from robot_ik_nn.quaternions import matrix_to_quaternion, quaternion_to_matrix
+from robot_ik_nn.robot import ArmModel
+from robot_ik_nn.sim import ArmSim
+
+from ros_helpers import Probe, node_process, stop
+
+ARM = ArmModel.load("niryo_one")
+KIN = Kinematics(ARM, torch.float64)
+TARGET = "/inference_node/target_pose"
+
+
+def pose_msg(probe, pos, quat, frame="base_link", stamp=None):
+    msg = PoseStamped()
+    msg.header.frame_id = frame
+    msg.header.stamp = stamp if stamp is not None else probe.node.get_clock().now().to_msg()
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in pos)
+    o = msg.pose.orientation
+    o.x, o.y, o.z, o.w = (float(v) for v in quat)
+    return msg
+
+
+@pytest.fixture(scope="module")
+def served(niryo_model):
+    """sim_node (the stand-in arm) and inference_node, as separate processes, plus a probe."""
+    sim = node_process("sim_node", {"rate": 100.0}, "target_pose:=" + TARGET)
+    inference = node_process("inference_node", {"model_dir": str(niryo_model)})
+    probe = Probe()
+    deep = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)  # the probe must not drop any
+    probe.listen(JointState, "/joint_command", deep)
+    probe.listen(JointTrajectory, "/arm_controller/joint_trajectory", deep)
+    probe.listen(Float64MultiArray, "/inference_node/joint_quaternions", deep)
+    probe.listen(DiagnosticArray, "/inference_node/status", deep)
+    probe.listen(PoseStamped, "/sim_node/end_effector_pose", RELIABLE)
+    probe.publisher = probe.node.create_publisher(PoseStamped, TARGET, RELIABLE)
+    try:
+        probe.wait_for(lambda: probe.publisher.get_subscription_count() >= 2, 60, "inference_node and sim_node")
+        probe.wait_for(lambda: len(probe.received["/sim_node/end_effector_pose"]) > 5, 30, "the sim's pose")
+        time.sleep(0.5)  # joint states reach the inference node
+        yield probe, sim, inference
+    finally:
+        probe.close()
+        out = stop(inference) + stop(sim)
+        print(out[-3000:])
+
+
+def _target(seed):
+    q = KIN.sample(1, torch.Generator().manual_seed(seed))
+    pos, rot = KIN.forward(q)
+    return q[0], pos[0].numpy(), matrix_to_quaternion(rot)[0].numpy()
+
+
+def test_a_reachable_target_is_served_and_reached(served):
+    probe, _, _ = served
+    _, pos, quat = _target(11)
+    n_cmd = len(probe.received["/joint_command"])
+    probe.publisher.publish(pose_msg(probe, pos, quat))
+    probe.wait_for(lambda: len(probe.received["/joint_command"]) > n_cmd, 10, "a joint_command")
+    probe.wait_for(lambda: len(probe.received["/arm_controller/joint_trajectory"]) > 0, 5, "a trajectory")
+    cmd = probe.received["/joint_command"][-1]
+    assert list(cmd.name) == ARM.joint_names
+    q = np.array(cmd.position)
+    assert ARM.within_limits(q)
+    # the commanded joints put PyBullet's tool on the target
+    with ArmSim(ARM) as sim:
+        reached_pos, reached_quat = sim.forward(q)
+    assert np.linalg.norm(reached_pos - pos) <= 1e-3
+    R = quaternion_to_matrix(torch.tensor(np.stack([reached_quat, quat])))
+    assert float(rotation_angle(R[:1], R[1:])) <= 0.01
+    # the trajectory: one point, the same joints, no faster than the velocity limits
+    traj = probe.received["/arm_controller/joint_trajectory"][-1]
+    assert list(traj.joint_names) == ARM.joint_names and len(traj.points) == 1
+    np.testing.assert_allclose(traj.points[0].positions, q)
+    # joint quaternions: n x 4, labelled, one per joint about its axis
+    quats = probe.received["/inference_node/joint_quaternions"][-1]
+    assert [d.label for d in quats.layout.dim] == ["joints", "xyzw"] and len(quats.data) == 24
+    np.testing.assert_allclose(np.array(quats.data).reshape(6, 4)[:, 3], np.cos(q / 2), atol=1e-12)
+    statuses = [s for m in probe.received["/inference_node/status"] for s in m.status]
+    assert statuses[-1].message.startswith("solved")
+    # and the simulated arm, following the trajectory, ends up there
+    def sim_error():
+        m = probe.received["/sim_node/end_effector_pose"][-1].pose
+        reached = np.array([m.position.x, m.position.y, m.position.z])
+        quats = torch.tensor(np.array([[m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w], quat]))
+        R = quaternion_to_matrix(quats)
+        return np.linalg.norm(reached - pos), float(rotation_angle(R[:1], R[1:]))
+
+    try:
+        probe.wait_for(lambda: sim_error()[0] <= 1e-3 and sim_error()[1] <= 0.01, 20, "the simulated tool")
+    finally:
+        print("simulated tool: %.3f mm, %.4f rad from the target" % (sim_error()[0] * 1000, sim_error()[1]))
+
+
+def test_fuzzed_targets_never_command_and_a_good_one_is_served_after(served):
+    probe, _, inference = served
+    rng = np.random.default_rng(0)
+    _, pos, quat = _target(12)
+    kinds = []
+    n_cmd = len(probe.received["/joint_command"])
+    n_traj = len(probe.received["/arm_controller/joint_trajectory"])
+    rejected_before = _count(probe, "count_rejected")
+    n_status = sum(len(m.status) for m in probe.received["/inference_node/status"])
+    for k in range(1000):
+        kind = k % 7
+        now = probe.node.get_clock().now()  # fresh each time: "future" must still be future on arrival
+        p, q, frame, stamp = pos.copy(), quat.copy(), "base_link", now.to_msg()
+        if kind == 0:
+            p[rng.integers(3)] = math.nan
+        elif kind == 1:
+            q[rng.integers(4)] = math.inf * rng.choice([-1, 1])
+        elif kind == 2:
+            p = p + rng.choice([-1, 1], 3) * 10.0 ** rng.uniform(1, 300)  # huge
+        elif kind == 3:
+            q = np.zeros(4)
+        elif kind == 4:
+            frame = ""
+        elif kind == 5:
+            stamp = (now - rclpy_duration(seconds=rng.uniform(0.3, 100))).to_msg()  # stale
+        else:
+            stamp = (now + rclpy_duration(seconds=rng.uniform(0.2, 100))).to_msg()  # future
+        kinds.append(kind)
+        probe.publisher.publish(pose_msg(probe, p, q, frame, stamp))
+        time.sleep(0.002)  # 500 targets a second
+    probe.wait_for(lambda: _count(probe, "count_rejected") >= rejected_before + 1000, 30, "1000 rejections")
+    assert _count(probe, "count_rejected") == rejected_before + 1000
+    assert len(probe.received["/joint_command"]) == n_cmd
+    assert len(probe.received["/arm_controller/joint_trajectory"]) == n_traj
+    rejected = [s.message for m in probe.received["/inference_node/status"] for s in m.status][n_status:]
+    assert all(m.startswith("rejected") for m in rejected)
+    for phrase in ("not finite", "reaches at most", "unit length", "frame_id is empty", "stale", "future"):
+        assert any(phrase in m for m in rejected), phrase
+    assert inference.poll() is None  # still alive
+    probe.publisher.publish(pose_msg(probe, pos, quat))
+    probe.wait_for(lambda: len(probe.received["/joint_command"]) == n_cmd + 1, 10, "the good target's command")
+
+
+def _count(probe, key):
+    """The inference node's own running count (from its latest ~/status message)."""
+    msgs = probe.received["/inference_node/status"]
+    if not msgs:
+        return 0
+    return int({v.key: v.value for v in msgs[-1].status[0].values}[key])
+
+
+def rclpy_duration(seconds):
+    from rclpy.duration import Duration
+
+    return Duration(nanoseconds=int(seconds * 1e9))
+
+
+def test_latency_at_200_hz(served):
+    """Target published -> joint_command received, over DDS, for a target moving at 200 Hz."""
+    probe, _, _ = served
+    q0 = KIN.sample(1, torch.Generator().manual_seed(13))[0]
+    direction = torch.tensor([0.4, -0.3, 0.3, 0.5, -0.4, 0.6], dtype=torch.float64)
+    n = 1000
+    path = KIN.clamp(q0 + direction * torch.linspace(0, 1, n, dtype=torch.float64)[:, None])
+    pos, rot = KIN.forward(path)
+    quat = matrix_to_quaternion(rot)
+    start_cmd = len(probe.received["/joint_command"])
+    sent = []
+    next_time = time.perf_counter()
+    for k in range(n):
+        msg = pose_msg(probe, pos[k].numpy(), quat[k].numpy())
+        while time.perf_counter() < next_time:
+            time.sleep(0.0002)
+        sent.append(time.perf_counter())
+        probe.publisher.publish(msg)
+        next_time += 1 / 200
+    try:
+        probe.wait_for(lambda: len(probe.received["/joint_command"]) >= start_cmd + n, 20, f"{n} commands")
+    finally:
+        last = probe.received["/inference_node/status"][-1].status[0]
+        print("commands", len(probe.received["/joint_command"]) - start_cmd, "status", last.message,
+              {v.key: v.value for v in last.values})
+    received = np.array(probe.times["/joint_command"][start_cmd:start_cmd + n])
+    latency_ms = (received - np.array(sent)) * 1000
+    p50, p99 = np.percentile(latency_ms, [50, 99])
+    print(f"target -> command latency at 200 Hz over DDS: median {p50:.2f} ms, p99 {p99:.2f} ms")
+    assert p99 <= 5.0, f"p99 {p99:.2f} ms"
+
+
+def _set_parameter(probe, name, value, kind):
+    client = probe.node.create_client(SetParameters, "/inference_node/set_parameters")
+    assert client.wait_for_service(10)
+    field = {ParameterType.PARAMETER_DOUBLE: "double_value", ParameterType.PARAMETER_STRING: "string_value"}[kind]
+    value_msg = ParameterValue(type=kind, **{field: value})
+    future = client.call_async(SetParameters.Request(parameters=[ParameterMsg(name=name, value=value_msg)]))
+    probe.wait_for(future.done, 10, "set_parameters")
+    return future.result().results[0]
+
+
+def test_parameters_are_validated_on_set(served):
+    probe, _, _ = served
+    assert not _set_parameter(probe, "stale_timeout", -1.0, ParameterType.PARAMETER_DOUBLE).successful
+    assert not _set_parameter(probe, "model_dir", "/elsewhere", ParameterType.PARAMETER_STRING).successful
+    assert _set_parameter(probe, "stale_timeout", 0.25, ParameterType.PARAMETER_DOUBLE).successful
+
+
+def test_wrong_fingerprint_exits_non_zero_with_the_reason(niryo_model):
+    proc = node_process("inference_node", {"model_dir": str(niryo_model), "robot": "inmoov_right_arm"})
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "fingerprint mismatch" in out
+
+
+def test_corrupt_model_exits_non_zero_with_the_reason(niryo_model, tmp_path):
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(niryo_model, broken)
+    (broken / "model.safetensors").write_bytes(b"garbage")
+    proc = node_process("inference_node", {"model_dir": str(broken)})
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "corrupt" in out
+
+
+def test_sim_follows_a_joint_trajectory(served):
+    probe, _, _ = served
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    states = probe.listen(JointState, "/joint_states", RELIABLE)  # noqa: F841 - kept alive by the node
+    pub = probe.node.create_publisher(JointTrajectory, "/arm_controller/joint_trajectory", RELIABLE)
+    probe.wait_for(lambda: pub.get_subscription_count() >= 1, 20, "sim_node's trajectory subscription")
+    goal = [0.3, -0.4, 0.5, -0.6, 0.7, -0.8]
+    msg = JointTrajectory(joint_names=list(reversed(ARM.joint_names)))  # any order: matched by name
+    msg.points = [JointTrajectoryPoint(positions=list(reversed(goal)), time_from_start=Duration(sec=1))]
+    pub.publish(msg)
+
+    def at_goal():
+        if not probe.received["/joint_states"]:
+            return False
+        return np.abs(np.array(probe.received["/joint_states"][-1].position) - goal).max() < 2e-3
+    probe.wait_for(at_goal, 15, "the simulated joints at the trajectory's goal")

@@ -1,0 +1,116 @@
+"""The safety gate: for any input, either None or a command that satisfies every bound."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from robot_ik_nn.robot import ArmModel
+from robot_ik_nn.safety import JointBounds, check_target, gate_command, stream_step
+
+ARM = ArmModel.load("niryo_one")
+BOUNDS = JointBounds.from_arm(ARM, margin=0.02)
+FRAMES = {"base_link"}
+
+any_float = st.floats(allow_nan=True, allow_infinity=True, width=64)
+joint_vectors = arrays(np.float64, 6, elements=st.one_of(any_float, st.floats(-4, 4)))
+sane_vectors = arrays(np.float64, 6, elements=st.floats(-3.2, 3.2))
+
+
+@settings(max_examples=500, deadline=None)
+@given(solution=joint_vectors, current=joint_vectors, min_duration=st.one_of(any_float, st.floats(0, 2)))
+def test_gate_command_is_none_or_within_every_bound(solution, current, min_duration):
+    cmd = gate_command(solution, current, BOUNDS, min_duration)
+    if cmd is None:
+        return
+    q = cmd.positions
+    assert np.all(np.isfinite(q)) and math.isfinite(cmd.duration)
+    assert np.all(q >= ARM.lower + 0.02) and np.all(q <= ARM.upper - 0.02)
+    # no joint is asked to move faster than its velocity limit
+    assert np.all(np.abs(q - current) <= BOUNDS.velocity * cmd.duration * (1 + 1e-12))
+    assert cmd.duration >= min_duration
+
+
+@settings(max_examples=300, deadline=None)
+@given(solution=sane_vectors, current=sane_vectors)
+def test_gate_accepts_every_safe_solution(solution, current):
+    assume(BOUNDS.inside(solution))
+    cmd = gate_command(solution, current, BOUNDS)
+    assert cmd is not None
+    np.testing.assert_array_equal(cmd.positions, solution)
+    # and the duration is the shortest the slowest joint allows, no longer
+    assert math.isclose(cmd.duration, float(np.max(np.abs(solution - current) / BOUNDS.velocity)), rel_tol=1e-12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(setpoint=joint_vectors, goal=joint_vectors, dt=st.one_of(any_float, st.floats(1e-4, 0.5)))
+def test_stream_step_is_none_or_a_bounded_step(setpoint, goal, dt):
+    nxt = stream_step(setpoint, goal, BOUNDS, dt)
+    if nxt is None:
+        return
+    assert np.all(np.isfinite(nxt))
+    assert np.all(nxt >= ARM.lower) and np.all(nxt <= ARM.upper)
+    assert np.all(np.abs(nxt - setpoint) <= BOUNDS.velocity * dt * (1 + 1e-9))
+
+
+@settings(max_examples=200, deadline=None)
+@given(start=sane_vectors, goal=sane_vectors, dt=st.floats(1e-3, 0.1))
+def test_stream_ends_exactly_at_the_goal(start, goal, dt):
+    assume(BOUNDS.inside(goal) and np.all(start >= ARM.lower) and np.all(start <= ARM.upper))
+    s, steps = start, 0
+    needed = math.ceil(float(np.max(np.abs(goal - start) / (BOUNDS.velocity * dt))))
+    while not np.array_equal(s, goal):
+        s = stream_step(s, goal, BOUNDS, dt)
+        assert s is not None
+        steps += 1
+        assert steps <= needed + 1
+    assert steps <= max(needed, 1)
+
+
+def test_continuous_joints_get_no_margin():
+    arm = ArmModel("""<robot name="c"><link name="a"/><link name="b"/>
+      <joint name="spin" type="continuous"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint></robot>""")
+    bounds = JointBounds.from_arm(arm, margin=0.1)
+    assert gate_command([math.pi - 0.01], [0.0], bounds) is not None
+    assert bounds.velocity[0] == 1.0  # no velocity limit in the URDF: a conservative default
+
+
+def test_bad_bounds_are_refused():
+    with pytest.raises(ValueError, match="no room"):
+        JointBounds.from_arm(ARM, margin=2.0)
+    with pytest.raises(ValueError, match="speed_scale"):
+        JointBounds.from_arm(ARM, speed_scale=0)
+
+
+GOOD = dict(position=[0.2, 0.0, 0.3], orientation=[0, 0, 0, 1], frame_id="base_link", stamp=10.0, now=10.05,
+            frames=FRAMES)
+
+
+@pytest.mark.parametrize("change, reason", [
+    ({}, ""),
+    ({"position": [math.nan, 0, 0]}, "position is not finite"),
+    ({"position": [0, math.inf, 0]}, "position is not finite"),
+    ({"orientation": [0, 0, 0, 0]}, "not unit length"),
+    ({"orientation": [0, 0, 0, 2]}, "not unit length"),
+    ({"orientation": [0, math.nan, 0, 1]}, "orientation is not finite"),
+    ({"frame_id": ""}, "frame_id is empty"),
+    ({"frame_id": "map"}, "unknown frame_id 'map'"),
+    ({"stamp": 9.0}, "stale"),
+    ({"stamp": 11.0}, "in the future"),
+    ({"orientation": None}, ""),
+])
+def test_check_target(change, reason):
+    got = check_target(**{**GOOD, **change})
+    assert (reason in got) if reason else got == ""
+
+
+@settings(max_examples=300, deadline=None)
+@given(pos=arrays(np.float64, 3, elements=any_float), quat=arrays(np.float64, 4, elements=any_float),
+       stamp=any_float, frame=st.text(max_size=12))
+def test_check_target_never_passes_anything_bad(pos, quat, stamp, frame):
+    reason = check_target(pos, quat, frame, stamp, 100.0, FRAMES)
+    if reason == "":
+        assert np.all(np.isfinite(pos)) and abs(np.linalg.norm(quat) - 1) <= 1e-3
+        assert frame in FRAMES and -0.05 <= 100.0 - stamp <= 0.2
