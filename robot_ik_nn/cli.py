@@ -3,6 +3,7 @@
     robot-ik-nn train --robot niryo_one --minutes 5 --out models/niryo_one
     robot-ik-nn eval models/niryo_one --targets 10000 [--json]
     robot-ik-nn solve models/niryo_one --xyz 0.25 0 0.3 --quat 0 0.7071 0 0.7071 [--json]
+    robot-ik-nn bench models/niryo_one [--json] [--out FILE]
     robot-ik-nn launch train|inference|display [name:=value ...]     (needs rclpy)
 """
 from __future__ import annotations
@@ -92,6 +93,22 @@ def cmd_solve(args) -> int:
     return 0 if out["status"] != "rejected" else 2
 
 
+def cmd_bench(args) -> int:
+    from pathlib import Path
+
+    from . import bench, model_dir
+
+    loaded = model_dir.load(args.model, device=args.device)
+    result = bench.run(loaded, targets=args.targets, device=args.device, serving_targets=args.serving_targets,
+                       reference_targets=args.reference_targets)
+    text = json.dumps(result, indent=2)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text + "\n")
+    print(text if args.json else bench.format_table(result))
+    return 0
+
+
 def cmd_launch(args) -> int:
     from .session import run_session
 
@@ -144,6 +161,16 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--refine", type=int, default=30, help="refinement iterations (0: the network alone)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_solve)
+
+    b = sub.add_parser("bench", help="measure throughput and latency; JSON for the record")
+    b.add_argument("model")
+    b.add_argument("--targets", type=int, default=10000, help="targets for the batched measurements")
+    b.add_argument("--serving-targets", type=int, default=1000, help="targets solved one at a time")
+    b.add_argument("--reference-targets", type=int, default=1000, help="targets for PyBullet's IK (0: skip)")
+    b.add_argument("--device", default="cpu")
+    b.add_argument("--json", action="store_true", help="print the JSON instead of the table")
+    b.add_argument("--out", help="also write the JSON to this file")
+    b.set_defaults(func=cmd_bench)
 
     la = sub.add_parser("launch", help="run a ROS 2 session (the launch file's nodes) in one process")
     la.add_argument("session", choices=["train", "inference", "display"])

@@ -42,6 +42,8 @@ class Kinematics:
         self._C = torch.tensor(np.array(C), **t)
         self._P = torch.tensor(np.array(P), **t)
         self._axes = torch.tensor(np.array(axes), **t)
+        self._axis_in_parent = self._A @ self._axes.unsqueeze(-1)  # origin_R @ axis, (dof, 3, 1)
+        self._axis_in_parent = self._axis_in_parent.squeeze(-1)
         self._prismatic = [j.type == "prismatic" for j in arm.joints]
         self._tip_R = torch.tensor(arm.tip_offset[:3, :3], **t)
         self._tip_p = torch.tensor(arm.tip_offset[:3, 3], **t)
@@ -64,31 +66,21 @@ class Kinematics:
         q = q.to(self.dtype)
         batch = q.shape[:-1]
         q = q.reshape(-1, self.dof)
-        s, c1 = torch.sin(q), 1.0 - torch.cos(q)
-        R = None
-        p = None
-        origins, axes = [], []
-        for i in range(self.dof):
-            if self._prismatic[i]:
-                M = self._A[i].expand(q.shape[0], 3, 3)
-            else:
-                M = self._A[i] + s[:, i, None, None] * self._B[i] + c1[:, i, None, None] * self._C[i]
-            if R is None:
-                p = self._P[i].expand(q.shape[0], 3)
-                R_origin = self._A[i].expand(q.shape[0], 3, 3)
-                R = M
-            else:
-                p = p + R @ self._P[i]
-                R_origin = R @ self._A[i] if want_axes else None
-                R = R @ M
+        s, c1 = torch.sin(q)[..., None, None], (1.0 - torch.cos(q))[..., None, None]
+        M = self._A + s * self._B + c1 * self._C  # every joint's origin @ motion at once: (B, dof, 3, 3)
+        R, p = M[:, 0], self._P[0].expand(q.shape[0], 3)
+        origins, axes = [p], [self._axis_in_parent[0].expand(q.shape[0], 3)]
+        if self._prismatic[0]:
+            p = p + (R @ self._axes[0]) * q[:, :1]
+        for i in range(1, self.dof):
+            p = p + R @ self._P[i]
             if want_axes:
                 origins.append(p)
-                axes.append(R_origin @ self._axes[i])
+                axes.append(R @ self._axis_in_parent[i])
+            R = R @ M[:, i]
             if self._prismatic[i]:
                 p = p + (R @ self._axes[i]) * q[:, i, None]
-        p_tip = p + R @ self._tip_p
-        R_tip = R @ self._tip_R
-        return batch, p_tip, R_tip, origins, axes
+        return batch, p + R @ self._tip_p, R @ self._tip_R, origins, axes
 
     def forward(self, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Tip position (..., 3) and rotation matrix (..., 3, 3) in the base frame."""

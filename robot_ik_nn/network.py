@@ -16,7 +16,8 @@ joint's axis by ``a`` changes the solution only by ``q1 += a``. So the target is
 about that axis into a canonical half-plane (by ``-psi``, ``psi`` being the target's angle about
 the axis), the network solves the canonical target, and joint 1 is ``psi + phi_1`` (its
 quaternion read as a turn relative to the target's direction), brought into its limits. The
-network then learns a 5-D problem instead of a 6-D one.
+network then learns a 5-D problem instead of a 6-D one. Used when the first joint is revolute
+and turns at least half a circle (so that it can face most targets).
 """
 from __future__ import annotations
 
@@ -70,11 +71,12 @@ class IKNet(nn.Module):
         super().__init__()
         if config.dof != arm.dof:
             raise ValueError(f"network for {config.dof} joints, arm {arm.name} has {arm.dof}")
-        if config.yaw_symmetry and arm.joints[0].type == "prismatic":
-            config.yaw_symmetry = False  # no rotation to factor out
+        first = arm.joints[0]
+        if config.yaw_symmetry and (first.type == "prismatic" or first.upper - first.lower < math.pi):
+            # nothing to factor out, or a joint too narrow to turn toward most targets
+            config.yaw_symmetry = False
         self.config = config
         f = dict(dtype=torch.float32)
-        first = arm.joints[0]
         u, v = _perpendicular(first.axis)
         self.register_buffer("lower", torch.tensor(arm.lower, **f))
         self.register_buffer("upper", torch.tensor(arm.upper, **f))

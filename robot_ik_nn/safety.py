@@ -107,7 +107,12 @@ def gate_command(solution, current, bounds: JointBounds, min_duration: float = 0
         return None
     if not np.all(np.isfinite(bounds.velocity)) or np.any(bounds.velocity <= 0):
         return None
-    duration = float(np.max(np.abs(q - c) / bounds.velocity, initial=0.0))
+    with np.errstate(over="ignore"):
+        needed = np.abs(q - c) / bounds.velocity
+    # rounding (down to zero for the tiniest moves) must never make the time too short
+    duration = float(np.max(needed * (1 + 1e-12) + np.nextafter(0.0, 1.0), initial=0.0))
+    if not math.isfinite(duration):
+        return None
     return Command(q.copy(), max(duration, float(min_duration)))
 
 

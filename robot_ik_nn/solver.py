@@ -7,7 +7,8 @@
 Refinement is Levenberg-Marquardt in float64 on the pose error (position in metres, rotation
 as an axis-angle vector scaled by ``rot_weight`` metres per radian), projected onto the joint
 limits after every step. Targets that are not solved from the network's seed are retried from
-random seeds (``restarts`` rounds); each target keeps its best answer. ``refine=0`` returns the
+new seeds (``restarts`` rounds, ``seeds_per_restart`` seeds per target in the first, doubling in
+each round after, all solved side by side); each target keeps its best answer. ``refine=0`` returns the
 network's answer alone. Bad targets are rejected one by one with a reason; a batch never fails
 because of one of them.
 """
@@ -44,14 +45,17 @@ class SolveResult:
 
 class Solver:
     def __init__(self, arm: ArmModel, net=None, *, device: str = "cpu", pos_tol: float = 1e-3,
-                 rot_tol: float = 0.01, iterations: int = 30, restarts: int = 10, rot_weight: float = 0.1,
-                 generator_seed: int = 0, reach_margin: float = 1.1):
+                 rot_tol: float = 0.01, iterations: int = 30, restarts: int = 5, seeds_per_restart: int = 4,
+                 restart_iterations: int = 15,
+                 rot_weight: float = 0.1, generator_seed: int = 0, reach_margin: float = 1.1):
         self.arm = arm
         self.net = net.to(device).eval() if net is not None else None
         self.device = torch.device(device)
         self.kin = Kinematics(arm, torch.float64, self.device)
         self.pos_tol, self.rot_tol = float(pos_tol), float(rot_tol)
         self.iterations, self.restarts = int(iterations), int(restarts)
+        self.seeds_per_restart = int(seeds_per_restart)
+        self.restart_iterations = int(restart_iterations)
         self.rot_weight = float(rot_weight)
         self.generator = torch.Generator(device=self.device).manual_seed(generator_seed)
         self.origin = torch.tensor(arm.joints[0].origin[:3, 3], dtype=torch.float64, device=self.device)
@@ -59,25 +63,26 @@ class Solver:
 
     # -- input checks ---------------------------------------------------------------------------
     def check_targets(self, pos: torch.Tensor, quat: torch.Tensor | None) -> list[str]:
-        """A reason per target ("" when acceptable)."""
+        """A reason per target ("" when acceptable); vectorised, with text only for the bad ones."""
         reasons = [""] * pos.shape[0]
-        bad_pos = ~torch.isfinite(pos).all(-1)
+        finite_pos = torch.isfinite(pos).all(-1)
         dist = torch.linalg.norm(torch.nan_to_num(pos, nan=0.0, posinf=0.0, neginf=0.0) - self.origin, dim=-1)
-        for i in torch.nonzero(bad_pos).flatten().tolist():
-            reasons[i] = f"position is not finite: {pos[i].tolist()}"
-        for i in torch.nonzero(~bad_pos & (dist > self.max_reach)).flatten().tolist():
-            reasons[i] = (f"position is {dist[i]:.3f} m from the arm's first joint; "
-                          f"{self.arm.name} reaches at most {self.arm.reach:.3f} m")
+        far = finite_pos & (dist > self.max_reach)
+        bad_quat = torch.zeros_like(finite_pos)
         if quat is not None:
-            finite = torch.isfinite(quat).all(-1)
+            finite_q = torch.isfinite(quat).all(-1)
             norm = torch.linalg.norm(torch.nan_to_num(quat, nan=0.0, posinf=0.0, neginf=0.0), dim=-1)
-            for i in range(pos.shape[0]):
-                if reasons[i]:
-                    continue
-                if not finite[i]:
-                    reasons[i] = f"orientation is not finite: {quat[i].tolist()}"
-                elif abs(norm[i].item() - 1.0) > 1e-3:
-                    reasons[i] = f"orientation quaternion is not unit length (norm {norm[i].item():.6g})"
+            bad_quat = ~finite_q | ((norm - 1.0).abs() > 1e-3)
+        for i in torch.nonzero(~finite_pos | far | bad_quat).flatten().tolist():
+            if not finite_pos[i]:
+                reasons[i] = f"position is not finite: {pos[i].tolist()}"
+            elif far[i]:
+                reasons[i] = (f"position is {dist[i]:.3f} m from the arm's first joint; "
+                              f"{self.arm.name} reaches at most {self.arm.reach:.3f} m")
+            elif not torch.isfinite(quat[i]).all():
+                reasons[i] = f"orientation is not finite: {quat[i].tolist()}"
+            else:
+                reasons[i] = f"orientation quaternion is not unit length (norm {norm[i].item():.6g})"
         if quat is None and self.net is not None and self.net.config.mode == "pose":
             reasons = [r or "this model was trained on full poses: give an orientation" for r in reasons]
         return reasons
@@ -128,11 +133,13 @@ class Solver:
                 q = self._restart(q, p, R)
             pe, re = self.errors(q, p, R)
             q_all[idx], pe_all[idx], re_all[idx] = q, pe, re
+        solved = (self._solved_mask(pe_all, re_all) & ok
+                  & torch.from_numpy(self.arm.within_limits(q_all.cpu().numpy())).to(self.device)).tolist()
         status = []
         for i in range(B):
             if reasons[i]:
                 status.append(REJECTED)
-            elif self._is_solved(pe_all[i], re_all[i], q_all[i]):
+            elif solved[i]:
                 status.append(SOLVED)
             else:
                 status.append(BEST_EFFORT)
@@ -155,70 +162,79 @@ class Solver:
         re = rotation_angle(R_q, R) if R is not None else torch.zeros_like(pe)
         return pe, re
 
-    def _is_solved(self, pe, re, q) -> bool:
-        return bool(pe <= self.pos_tol and re <= self.rot_tol and self.arm.within_limits(q.cpu().numpy()))
-
     def _solved_mask(self, pe, re):
         return (pe <= self.pos_tol) & (re <= self.rot_tol)
 
-    def _residual(self, q, p, R):
-        p_q, R_q = self.kin.forward(q)
+    def _linearise(self, q, p, R):
+        """Residual (target - reached, rotation scaled by rot_weight) and its Jacobian at ``q``."""
+        p_q, R_q, J = self.kin.jacobian(q)
         e = p - p_q
-        if R is not None:
-            e = torch.cat([e, self.rot_weight * rotation_error_vector(R_q, R)], dim=-1)
-        return e
+        if R is None:
+            return e, J[:, :3]
+        e = torch.cat([e, self.rot_weight * rotation_error_vector(R_q, R)], dim=-1)
+        return e, torch.cat([J[:, :3], self.rot_weight * J[:, 3:]], dim=1)
 
     def refine(self, q: torch.Tensor, p: torch.Tensor, R: torch.Tensor | None, iterations: int) -> torch.Tensor:
-        """Levenberg-Marquardt with per-target damping, projected onto the joint limits."""
+        """Levenberg-Marquardt with per-target damping, projected onto the joint limits.
+
+        Each trial point is linearised once: when the step is accepted its Jacobian is the next
+        iteration's. Targets far inside the tolerance stop iterating."""
         q = q.clone()
-        lam = torch.full((q.shape[0],), 1e-3, dtype=q.dtype, device=q.device)
-        e = self._residual(q, p, R)
+        e, J = self._linearise(q, p, R)
         cost = (e * e).sum(-1)
-        active = torch.arange(q.shape[0], device=q.device)
+        lam = torch.full_like(cost, 1e-3)
         eye = torch.eye(self.arm.dof, dtype=q.dtype, device=q.device)
+        active = torch.arange(q.shape[0], device=q.device)
         for _ in range(iterations):
-            # targets already far inside tolerance stop iterating
-            keep = cost[active] > (0.01 * self.pos_tol) ** 2
-            active = active[keep]
+            # done: far inside the tolerance; stuck: the damping has grown until no step helps
+            active = active[(cost[active] > (0.01 * self.pos_tol) ** 2) & (lam[active] < 1e3)]
             if len(active) == 0:
                 break
-            qa, pa, ea = q[active], p[active], e[active]
-            Ra = R[active] if R is not None else None
-            _, _, J = self.kin.jacobian(qa)
-            if Ra is None:
-                J = J[:, :3]
-            else:
-                J = torch.cat([J[:, :3], self.rot_weight * J[:, 3:]], dim=1)
-            JT = J.transpose(1, 2)
-            A = JT @ J + lam[active, None, None] * eye
-            step = torch.linalg.solve(A, (JT @ ea.unsqueeze(-1))).squeeze(-1)
-            q_new = self.kin.clamp(qa + step)
-            e_new = self._residual(q_new, pa, Ra)
+            Ja, ea = J[active], e[active]
+            JT = Ja.transpose(1, 2)
+            step = torch.linalg.solve(JT @ Ja + lam[active, None, None] * eye, JT @ ea.unsqueeze(-1)).squeeze(-1)
+            q_new = self.kin.clamp(q[active] + step)
+            e_new, J_new = self._linearise(q_new, p[active], None if R is None else R[active])
             c_new = (e_new * e_new).sum(-1)
             better = c_new < cost[active]
-            acc = active[better]
-            q[acc], e[acc], cost[acc] = q_new[better], e_new[better], c_new[better]
+            acc, rej = active[better], active[~better]
+            q[acc], e[acc], J[acc], cost[acc] = q_new[better], e_new[better], J_new[better], c_new[better]
             lam[acc] = (lam[acc] / 3).clamp_min(1e-9)
-            rej = active[~better]
             lam[rej] = (lam[rej] * 4).clamp_max(1e4)
         return q
 
+    def _restart_seeds(self, q: torch.Tensor) -> torch.Tensor:
+        """Half the seeds uniformly random; half keep the current answer but draw some joints
+        anew (each with probability 1/2), always those stuck at a limit. An answer pinned at a
+        limit usually has the right arm and the wrong wrist branch: a partial restart keeps the
+        arm and tries another wrist."""
+        fresh = self.kin.sample(len(q), self.generator)
+        at_limit = ((q - self.kin.lower).abs() < 1e-9) | ((q - self.kin.upper).abs() < 1e-9)
+        coin = torch.rand(q.shape, generator=self.generator, device=q.device, dtype=q.dtype) < 0.5
+        partial = torch.where(at_limit | coin, fresh, q)
+        whole = torch.arange(len(q), device=q.device) % 2 == 0
+        return torch.where(whole[:, None], fresh, partial)
+
     def _restart(self, q, p, R):
-        """Unsolved targets try again from random seeds; each keeps its best answer."""
+        """Unsolved targets try again from several seeds at once; each keeps its best answer."""
         pe, re = self.errors(q, p, R)
-        best = (pe + self.rot_weight * re)
-        for _ in range(self.restarts):
+        best = pe + self.rot_weight * re
+        for round_ in range(self.restarts):
+            per_round = max(1, self.seeds_per_restart) * 2 ** round_  # fewer targets left: more seeds each
             todo = torch.nonzero(~self._solved_mask(pe, re)).flatten()
             if len(todo) == 0:
                 break
-            seeds = self.kin.sample(len(todo), self.generator)
-            Rt = R[todo] if R is not None else None
-            q_try = self.refine(seeds, p[todo], Rt, self.iterations)
-            pe_t, re_t = self.errors(q_try, p[todo], Rt)
-            score = pe_t + self.rot_weight * re_t
-            win = score < best[todo]
-            w = todo[win]
-            q[w], pe[w], re[w], best[w] = q_try[win], pe_t[win], re_t[win], score[win]
+            rows = todo.repeat_interleave(per_round)
+            seeds = self._restart_seeds(q[rows])
+            Rt = R[rows] if R is not None else None
+            q_try = self.refine(seeds, p[rows], Rt, self.restart_iterations)
+            pe_t, re_t = self.errors(q_try, p[rows], Rt)
+            score = (pe_t + self.rot_weight * re_t).reshape(len(todo), per_round)
+            pick = score.argmin(dim=1)
+            choice = torch.arange(len(todo), device=q.device) * per_round + pick
+            win = score[torch.arange(len(todo)), pick] < best[todo]
+            w, c = todo[win], choice[win]
+            q[w], pe[w], re[w], best[w] = q_try[c], pe_t[c], re_t[c], score.min(dim=1).values[win]
         return q
 
 

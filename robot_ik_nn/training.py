@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
 import math
 import threading
 import time
@@ -122,10 +123,9 @@ class Trainer:
                     row = {"step": self.step, "time_s": round(self.elapsed, 3), **metrics}
                     self._log(row, writer)
                     if bar is not None:
-                        bar.set_postfix_str(f"pos {row['pos_mm']:.1f} mm  rot {row['rot_deg']:.2f} deg")
+                        bar.set_postfix_str(f"pos {row['pos_mm']:.1f} mm  rot {row['rot_deg']:.2f} deg", refresh=False)
                 if bar is not None:
-                    bar.n = self._bar_position()
-                    bar.refresh() if self.step % 20 == 0 else None
+                    bar.update(self._bar_position() - bar.n)  # redraws at most once a second
                 if time.monotonic() - last_ckpt >= self.config.checkpoint_every:
                     self.save_checkpoint()
                     last_ckpt = time.monotonic()
@@ -153,7 +153,8 @@ class Trainer:
         else:
             total, unit = round(self.config.minutes * 60), "s"
         return tqdm(total=total, unit=unit, desc=f"training {self.arm.name} ({self.config.learner})",
-                    initial=self._bar_position(), mininterval=1.0, dynamic_ncols=True)
+                    initial=self._bar_position(), mininterval=1.0 if sys.stderr.isatty() else 15.0,
+                    dynamic_ncols=True)
 
     def _bar_position(self) -> int:
         return self.step if self.config.steps else min(round(self.elapsed), round(self.config.minutes * 60))

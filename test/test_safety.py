@@ -29,7 +29,8 @@ def test_gate_command_is_none_or_within_every_bound(solution, current, min_durat
     assert np.all(np.isfinite(q)) and math.isfinite(cmd.duration)
     assert np.all(q >= ARM.lower + 0.02) and np.all(q <= ARM.upper - 0.02)
     # no joint is asked to move faster than its velocity limit
-    assert np.all(np.abs(q - current) <= BOUNDS.velocity * cmd.duration * (1 + 1e-12))
+    with np.errstate(over="ignore"):
+        assert np.all(np.abs(q - current) <= BOUNDS.velocity * cmd.duration)
     assert cmd.duration >= min_duration
 
 
@@ -41,7 +42,8 @@ def test_gate_accepts_every_safe_solution(solution, current):
     assert cmd is not None
     np.testing.assert_array_equal(cmd.positions, solution)
     # and the duration is the shortest the slowest joint allows, no longer
-    assert math.isclose(cmd.duration, float(np.max(np.abs(solution - current) / BOUNDS.velocity)), rel_tol=1e-12)
+    assert math.isclose(cmd.duration, float(np.max(np.abs(solution - current) / BOUNDS.velocity)), rel_tol=1e-9,
+                        abs_tol=1e-300)
 
 
 @settings(max_examples=500, deadline=None)

@@ -47,13 +47,12 @@ def run(planned, args=None) -> int:
         print(f"[launch] fatal: {err}", file=sys.stderr)
         code = 1
     finally:
+        executor.shutdown(timeout_sec=5.0)  # no callback runs while the nodes are taken down
         for _, node in reversed(started):
             close = getattr(node, "close", None)
             if close is not None:
                 close()
-            executor.remove_node(node)
             node.destroy_node()
-        executor.shutdown()
         if rclpy.ok():
             rclpy.shutdown()
     return code
