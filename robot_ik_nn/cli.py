@@ -4,6 +4,7 @@
     robot-ik-nn eval models/niryo_one --targets 10000 [--json]
     robot-ik-nn solve models/niryo_one --xyz 0.25 0 0.3 --quat 0 0.7071 0 0.7071 [--json]
     robot-ik-nn bench models/niryo_one [--json] [--out FILE]
+    robot-ik-nn export models/niryo_one [--out niryo_one.tar.gz]
     robot-ik-nn launch train|inference|display [name:=value ...]     (needs rclpy)
 """
 from __future__ import annotations
@@ -109,6 +110,15 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from . import model_dir
+
+    out = model_dir.export(args.model, args.out)
+    print(f"exported {args.model} to {out} (load it anywhere: robot-ik-nn eval {out.name}, or "
+          f"model_dir:={out.name} for the inference node)")
+    return 0
+
+
 def cmd_launch(args) -> int:
     from .session import run_session
 
@@ -171,6 +181,11 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     b.add_argument("--out", help="also write the JSON to this file")
     b.set_defaults(func=cmd_bench)
+
+    x = sub.add_parser("export", help="pack a model folder into one .tar.gz for another machine")
+    x.add_argument("model")
+    x.add_argument("--out", help="archive path (default <model>.tar.gz)")
+    x.set_defaults(func=cmd_export)
 
     la = sub.add_parser("launch", help="run a ROS 2 session (the launch file's nodes) in one process")
     la.add_argument("session", choices=["train", "inference", "display"])

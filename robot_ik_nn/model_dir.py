@@ -8,7 +8,9 @@
     training_curve.png  error against training time
 
 Loading checks the weights' checksum and the arm's fingerprint and refuses a mismatch or a
-corrupt file with a message that says which.
+corrupt file with a message that says which. :func:`export` packs the folder (without the
+training checkpoint and logs) into one ``.tar.gz`` to carry to another machine; :func:`load`
+takes that archive as well as the folder.
 """
 from __future__ import annotations
 
@@ -115,12 +117,54 @@ def read_meta(path: str | Path) -> dict:
     return meta
 
 
+SHIPPED = (WEIGHTS, META, URDF, REPORT, CURVE)
+
+
+def export(path: str | Path, out: str | Path | None = None) -> Path:
+    """Pack a model folder into ``out`` (default ``<folder>.tar.gz``): what is needed to serve it."""
+    import tarfile
+
+    path = Path(path)
+    read_meta(path)  # refuse to pack something that is not a model folder
+    out = Path(out) if out else path.with_name(path.name + ".tar.gz")
+    tmp = out.with_name(f".{out.name}.tmp")
+    with tarfile.open(tmp, "w:gz") as tar:
+        for name in SHIPPED:
+            if (path / name).exists():
+                tar.add(path / name, arcname=f"{path.name}/{name}")
+    os.replace(tmp, out)
+    return out
+
+
+def _unpack(archive: Path) -> Path:
+    """Extract an exported archive into a fresh temporary folder, refusing anything unexpected."""
+    import tarfile
+
+    target = Path(tempfile.mkdtemp(prefix="robot_ik_nn_model_"))
+    try:
+        with tarfile.open(archive, "r:*") as tar:
+            members = tar.getmembers()
+            tops = {Path(m.name).parts[0] for m in members if m.name}
+            for m in members:
+                parts = Path(m.name).parts
+                if (not m.isfile() or len(parts) != 2 or parts[1] not in SHIPPED or len(tops) != 1):
+                    raise ModelDirError(f"{archive} is not an exported model: unexpected entry '{m.name}'")
+            for m in members:
+                (target / Path(m.name).name).write_bytes(tar.extractfile(m).read())
+    except (tarfile.TarError, OSError, EOFError) as err:
+        raise ModelDirError(f"{archive} is not a readable model archive: {err}") from err
+    return target
+
+
 def load(path: str | Path, arm: ArmModel | None = None, device: str | torch.device = "cpu") -> LoadedModel:
-    """Load a model folder. With ``arm``, refuse unless it is the arm the model was trained on."""
+    """Load a model folder (or an exported ``.tar.gz``). With ``arm``, refuse unless it is the
+    arm the model was trained on."""
     from safetensors import SafetensorError
     from safetensors.torch import load as load_tensors
 
     path = Path(path)
+    if path.is_file() and path.name.endswith((".tar.gz", ".tgz")):
+        path = _unpack(path)
     meta = read_meta(path)
     try:
         blob = (path / WEIGHTS).read_bytes()
@@ -134,6 +178,8 @@ def load(path: str | Path, arm: ArmModel | None = None, device: str | torch.devi
                            tip=meta["tip"], name=meta.get("robot"))
         except (OSError, RobotModelError) as err:
             raise ModelDirError(f"cannot rebuild the arm from {path / URDF}: {err}") from err
+        if meta.get("urdf_source"):  # meshes, if any, are where the URDF was trained from
+            arm.mesh_dirs.append(str(Path(meta["urdf_source"]).parent))
     if arm.fingerprint != meta["fingerprint"]:
         raise ModelDirError(
             f"fingerprint mismatch: {path} was trained on '{meta.get('robot')}' ({meta['base']} -> {meta['tip']}, "

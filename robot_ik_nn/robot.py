@@ -12,7 +12,6 @@ import hashlib
 import io
 import json
 import math
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,12 +76,10 @@ def _parse(text: str, source: str):
 
     buffer = io.BytesIO(text.encode())
     buffer.name = source  # urchin resolves mesh paths relative to this
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # urchin's own deprecation chatter
-        try:
-            return urchin.URDF.load(buffer, lazy_load_meshes=True)
-        except Exception as err:  # lxml or urchin: both mean the file is unusable
-            raise RobotModelError(f"malformed URDF {source}: {err}") from err
+    try:
+        return urchin.URDF.load(buffer, lazy_load_meshes=True)
+    except Exception as err:  # lxml or urchin: both mean the file is unusable
+        raise RobotModelError(f"malformed URDF {source}: {err}") from err
 
 
 class ArmModel:
@@ -93,6 +90,9 @@ class ArmModel:
         robot = _parse(urdf_text, source)
         self.urdf_text = urdf_text
         self.source = source
+        # where mesh files named relative to the URDF are looked for (a model folder adds the
+        # folder of the URDF it was trained from)
+        self.mesh_dirs = [str(Path(source).resolve().parent)] if Path(source).is_file() else []
         self.name = name or robot.name
         links = {link.name for link in robot.links}
         by_child = {j.child: j for j in robot.joints}
@@ -244,6 +244,7 @@ class ArmModel:
             "joint_names": self.joint_names, "joint_types": [j.type for j in self.joints],
             "lower": self.lower.tolist(), "upper": self.upper.tolist(),
             "velocity_limits": [v if math.isfinite(v) else None for v in self.velocity_limits.tolist()],
+            "urdf_source": str(Path(self.source).resolve()) if Path(self.source).is_file() else self.source,
         }
 
     def __repr__(self) -> str:

@@ -5,7 +5,10 @@ the network gives its seed (one small torch call), and the refinement runs in nu
 kinematics as kinematics.py (cross-checked in tests) and the same Levenberg-Marquardt with
 joint limits, on one configuration. A target near where the arm is (or near the last answer)
 is refined from there first, as a tracking target at 200 Hz is; otherwise, or when that does
-not solve it, the network's seed goes first, then the warm starts, then a few random restarts.
+not solve it, the network's seed goes first, then the warm starts, then a few restarts
+(alternately random, and the best answer so far with its stuck joints and a random half of the
+rest redrawn); a target still unsolved goes to the batched solver, whose many restart seeds run
+side by side.
 """
 from __future__ import annotations
 
@@ -97,8 +100,8 @@ class Answer:
 
 
 class ServingSolver:
-    def __init__(self, arm, net=None, *, pos_tol=1e-3, rot_tol=0.01, iterations=30, restarts=2,
-                 rot_weight=0.1, margin=0.0, seed=0, warm_radius=0.02):
+    def __init__(self, arm, net=None, *, pos_tol=1e-3, rot_tol=0.01, iterations=30, restarts=4,
+                 rot_weight=0.1, margin=0.0, seed=0, warm_radius=0.02, fallback=True):
         self.arm, self.net = arm, net
         self.chain = NumpyChain(arm)
         margins = np.where(arm.continuous, 0.0, margin)
@@ -109,6 +112,12 @@ class ServingSolver:
         self.origin = arm.joints[0].origin[:3, 3]
         self.max_reach = 1.1 * arm.reach + 0.01
         self.warm_radius = warm_radius  # weighted pose error (m) under which a warm start goes first
+        self.fallback = None
+        if fallback:
+            from .solver import Solver
+
+            self.fallback = Solver(arm, net, pos_tol=pos_tol, rot_tol=rot_tol, rot_weight=rot_weight,
+                                   margin=margin, generator_seed=seed)
 
     def _residual(self, q, p, R, jacobian=False):
         pq, Rq, J = self.chain.forward(q, jacobian)
@@ -121,13 +130,13 @@ class ServingSolver:
             J = J[:3]
         return e, J
 
-    def refine(self, q, p, R):
+    def refine(self, q, p, R, iterations=None):
         q = self.chain.clamp(np.asarray(q, dtype=float), self.lower, self.upper)
         e, J = self._residual(q, p, R, jacobian=True)
         cost, lam, eye = e @ e, 1e-3, np.eye(self.chain.dof)
         stop = (0.01 * self.pos_tol) ** 2
-        for _ in range(self.iterations):
-            if cost <= stop:
+        for _ in range(self.iterations if iterations is None else iterations):
+            if cost <= stop or lam >= 1e3:  # done, or stuck (no step helps any more)
                 break
             step = np.linalg.solve(J.T @ J + lam * eye, J.T @ e)
             q_new = self.chain.clamp(q + step, self.lower, self.upper)
@@ -179,10 +188,10 @@ class ServingSolver:
         best, best_score, best_err = None, math.inf, (math.nan, math.nan)
         tried = 0
 
-        def attempt(start):
+        def attempt(start, iterations=None):
             nonlocal best, best_score, best_err, tried
             tried += 1
-            q = self.refine(start, p, R)
+            q = self.refine(start, p, R, iterations)
             pe, re = self.errors(q, p, R)
             if self._score(pe, re) < best_score:
                 best, best_score, best_err = q, self._score(pe, re), (pe, re)
@@ -195,13 +204,33 @@ class ServingSolver:
         starts = ([self.chain.clamp(seed, self.lower, self.upper)] if seed is not None else []) + warm[tried:]
         if not starts:
             starts = [(self.lower + self.upper) / 2]
-        starts += [self.lower + self.rng.random(self.chain.dof) * (self.upper - self.lower)
-                   for _ in range(self.restarts)]
         for start in starts:
             if attempt(start):
                 return Answer(best, SOLVED, *best_err)
+        for k in range(self.restarts):
+            if attempt(self._restart_seed(best, partial=k % 2 == 0), iterations=15):
+                return Answer(best, SOLVED, *best_err)
+        if self.fallback is not None:  # a hard one: many seeds side by side in the batched solver
+            result = self.fallback.solve(p[None], None if quaternion is None else np.asarray(quaternion)[None])
+            q = result.q[0].numpy()
+            if np.all(np.isfinite(q)):
+                pe, re = self.errors(q, p, R)
+                if self._score(pe, re) < best_score:
+                    best, best_err = q, (pe, re)
+                if result.status[0] == SOLVED:
+                    return Answer(best, SOLVED, *best_err)
         pe, re = best_err
         return Answer(best, BEST_EFFORT, pe, re, f"closest reached: {pe * 1000:.2f} mm, {math.degrees(re):.2f} deg")
+
+    def _restart_seed(self, q, partial: bool):
+        """A random seed, or (partial) the best answer so far with the joints stuck at a limit and
+        a random half of the others drawn anew: the arm kept, another wrist branch tried."""
+        fresh = self.lower + self.rng.random(self.chain.dof) * (self.upper - self.lower)
+        if not partial or q is None:
+            return fresh
+        redraw = (np.abs(q - self.lower) < 1e-9) | (np.abs(q - self.upper) < 1e-9)
+        redraw |= self.rng.random(self.chain.dof) < 0.5
+        return np.where(redraw, fresh, q)
 
     def _score(self, pe, re):
         return pe + self.rot_weight * re

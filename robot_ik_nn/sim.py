@@ -18,6 +18,47 @@ import pybullet as pb
 from .robot import ArmModel
 
 
+def _loadable_urdf(arm):
+    """None when PyBullet can read ``arm.source`` as it is; otherwise a temporary URDF whose mesh
+    files point into ``arm.mesh_dirs`` (a model folder carries robot.urdf but not the meshes),
+    with the shapes whose mesh is found nowhere left out. Kinematics never need the shapes."""
+    import tempfile
+    import warnings
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(arm.urdf_text)
+    meshes = [(el, m) for el in root.iter() if el.tag in ("visual", "collision") for m in el.iter("mesh")]
+    if Path(arm.source).is_file() and all(_find(m.get("filename", ""), arm.mesh_dirs[:1]) for _, m in meshes):
+        return None
+    missing = set()
+    for link in root.iter("link"):
+        for el in [e for e in link if e.tag in ("visual", "collision")]:
+            for m in el.iter("mesh"):
+                found = _find(m.get("filename", ""), arm.mesh_dirs)
+                if found:
+                    m.set("filename", str(found))
+                else:
+                    link.remove(el)
+                    missing.add(link.get("name"))
+                    break
+    if missing:
+        warnings.warn(f"{arm.name}: mesh files not found, no shapes for links {sorted(missing)}", stacklevel=3)
+    tmp = tempfile.NamedTemporaryFile("w", suffix=".urdf", prefix="robot_ik_nn_")
+    tmp.write(ET.tostring(root, encoding="unicode"))
+    tmp.flush()
+    return tmp
+
+
+def _find(filename: str, dirs) -> Path | None:
+    name = filename.replace("package://", "")
+    if Path(name).is_absolute():
+        return Path(name) if Path(name).is_file() else None
+    for d in dirs:
+        if (Path(d) / name).is_file():
+            return (Path(d) / name).resolve()
+    return None
+
+
 class ArmSim:
     def __init__(self, arm: ArmModel | str | Path, *, gui: bool = False, time_step: float = 1.0 / 240.0,
                  gravity: float = -9.81, base: str | None = None, tip: str | None = None):
@@ -29,11 +70,9 @@ class ArmSim:
         self._pb_kwargs = {"physicsClientId": self.client}
         pb.setTimeStep(self.time_step, **self._pb_kwargs)
         pb.setGravity(0, 0, gravity, **self._pb_kwargs)
-        source = Path(self.arm.source)
-        if not source.is_file():  # an arm built from a string: hand PyBullet a file
-            raise ValueError(f"ArmSim needs the arm's URDF on disk; {self.arm.source} is not a file")
-        self.body = pb.loadURDF(str(source), useFixedBase=True, flags=pb.URDF_USE_INERTIA_FROM_FILE,
-                                **self._pb_kwargs)
+        self._tmp = _loadable_urdf(self.arm)
+        self.body = pb.loadURDF(self._tmp.name if self._tmp else self.arm.source, useFixedBase=True,
+                                flags=pb.URDF_USE_INERTIA_FROM_FILE, **self._pb_kwargs)
         link_index = {pb.getBodyInfo(self.body, **self._pb_kwargs)[0].decode(): -1}
         joint_index = {}
         for i in range(pb.getNumJoints(self.body, **self._pb_kwargs)):
@@ -169,6 +208,9 @@ class ArmSim:
         return q
 
     def close(self) -> None:
+        if getattr(self, "_tmp", None) is not None:
+            self._tmp.close()
+            self._tmp = None
         if self.client is not None and self.client >= 0:
             try:
                 pb.disconnect(**self._pb_kwargs)

@@ -47,11 +47,14 @@ class Solver:
     def __init__(self, arm: ArmModel, net=None, *, device: str = "cpu", pos_tol: float = 1e-3,
                  rot_tol: float = 0.01, iterations: int = 30, restarts: int = 5, seeds_per_restart: int = 4,
                  restart_iterations: int = 15,
-                 rot_weight: float = 0.1, generator_seed: int = 0, reach_margin: float = 1.1):
+                 rot_weight: float = 0.1, generator_seed: int = 0, reach_margin: float = 1.1, margin: float = 0.0):
         self.arm = arm
         self.net = net.to(device).eval() if net is not None else None
         self.device = torch.device(device)
         self.kin = Kinematics(arm, torch.float64, self.device)
+        if margin > 0:  # keep answers this far inside every limited joint's range
+            keep = torch.tensor(~arm.continuous, device=self.device) * float(margin)
+            self.kin.lower, self.kin.upper = self.kin.lower + keep, self.kin.upper - keep
         self.pos_tol, self.rot_tol = float(pos_tol), float(rot_tol)
         self.iterations, self.restarts = int(iterations), int(restarts)
         self.seeds_per_restart = int(seeds_per_restart)

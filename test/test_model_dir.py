@@ -1,5 +1,6 @@
 """Model folders: save, load, and refuse what does not fit."""
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -88,3 +89,35 @@ def test_atomic_write_leaves_no_temporary_files(tmp_path):
     model_dir.atomic_write(target, b"two")
     assert target.read_bytes() == b"two"
     assert [p.name for p in tmp_path.iterdir()] == ["x.bin"]
+
+
+def test_export_then_load_elsewhere(saved, tmp_path):
+    import shutil
+
+    path, net = saved
+    archive = model_dir.export(path, tmp_path / "m.tar.gz")
+    elsewhere = tmp_path / "other_machine"
+    elsewhere.mkdir()
+    moved = Path(shutil.move(str(archive), elsewhere / "m.tar.gz"))
+    shutil.rmtree(path)  # the original folder is gone: the archive carries everything
+    loaded = model_dir.load(moved)
+    x, rot = torch.tensor([[0.2, 0.05, 0.3]]), torch.eye(3)[None]
+    torch.testing.assert_close(loaded.net(x, rot), net(x, rot), rtol=0, atol=0)
+    assert loaded.arm.name == "niryo_one"
+
+
+def test_a_hostile_archive_is_refused(tmp_path):
+    import io
+    import tarfile
+
+    bad = tmp_path / "bad.tar.gz"
+    with tarfile.open(bad, "w:gz") as tar:
+        info = tarfile.TarInfo("m/../../escape.txt")
+        data = b"x"
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    with pytest.raises(ModelDirError, match="unexpected entry"):
+        model_dir.load(bad)
+    (tmp_path / "junk.tar.gz").write_bytes(b"not an archive")
+    with pytest.raises(ModelDirError, match="not a readable model archive"):
+        model_dir.load(tmp_path / "junk.tar.gz")

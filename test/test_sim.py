@@ -100,3 +100,43 @@ def test_snapshot_writes_a_png(tmp_path):
     img = matplotlib.image.imread(path)
     assert img.shape[:2] == (120, 160)
     assert img[..., :3].std() > 0.01  # not a blank picture: the arm is in it
+
+
+MESH_ARM = """<?xml version="1.0"?>
+<robot name="meshy">
+  <link name="a"><inertial><mass value="1"/><inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3" iyz="0" izz="1e-3"/></inertial>
+    <visual><geometry><mesh filename="meshes/cube.obj" scale="0.05 0.05 0.05"/></geometry></visual>
+    <collision><geometry><mesh filename="meshes/cube.obj" scale="0.05 0.05 0.05"/></geometry></collision></link>
+  <link name="b"><inertial><mass value="1"/><inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3" iyz="0" izz="1e-3"/></inertial>
+    <visual><geometry><mesh filename="meshes/cube.obj" scale="0.05 0.05 0.05"/></geometry></visual></link>
+  <joint name="j" type="revolute"><parent link="a"/><child link="b"/><origin xyz="0 0 0.2"/><axis xyz="0 1 0"/>
+    <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+</robot>"""
+
+
+def test_model_folder_of_a_mesh_urdf_finds_its_meshes_where_it_was_trained(tmp_path):
+    import shutil
+    import warnings
+
+    import torch
+
+    from robot_ik_nn import model_dir
+    from robot_ik_nn.network import IKNet, NetConfig
+    from robot_ik_nn.resources import pybullet_data_path
+
+    src = tmp_path / "arm"
+    (src / "meshes").mkdir(parents=True)
+    shutil.copy(pybullet_data_path() / "cube.obj", src / "meshes" / "cube.obj")
+    (src / "meshy.urdf").write_text(MESH_ARM)
+    arm = ArmModel.load(src / "meshy.urdf")
+    torch.manual_seed(0)
+    model_dir.save(tmp_path / "model", IKNet.for_arm(arm, NetConfig(1, "position", [8])), arm)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the meshes are found: no shape goes missing
+        with ArmSim(model_dir.load(tmp_path / "model").arm) as sim:
+            assert sim.forward(np.array([[0.5]]))[0].shape == (1, 3)
+    shutil.rmtree(src)  # moved to a machine without the meshes: the arm still loads, shapes left out
+    with pytest.warns(UserWarning, match="no shapes for links"):
+        with ArmSim(model_dir.load(tmp_path / "model").arm) as sim:
+            pos, _ = sim.forward(np.array([[0.0]]))
+    np.testing.assert_allclose(pos[0], [0, 0, 0.2], atol=1e-6)

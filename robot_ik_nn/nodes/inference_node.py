@@ -65,7 +65,8 @@ class InferenceNode(Node):
                                            "joint states older than this are not trusted (s)", lo=0.01, hi=60.0)
         iterations = declare(self, "refine_iterations", 30, "refinement iterations per seed (0: network alone)",
                              read_only=True, lo=0, hi=500)
-        restarts = declare(self, "restarts", 2, "random restarts when no seed solves", read_only=True, lo=0, hi=100)
+        restarts = declare(self, "restarts", 4, "quick restarts before the batched fallback", read_only=True,
+                           lo=0, hi=100)
         self.accept_best_effort = declare(self, "accept_best_effort", False,
                                           "also command answers that miss the 1 mm / 0.01 rad tolerance")
         threads = declare(self, "threads", 1, "torch threads for the network", read_only=True, lo=1, hi=64)
