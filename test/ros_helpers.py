@@ -52,11 +52,15 @@ class Probe:
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)
         self._stop = threading.Event()
+        self.paused = threading.Event()
         self.thread = threading.Thread(target=self._spin, daemon=True)
         self.thread.start()
 
     def _spin(self):
         while not self._stop.is_set():
+            if self.paused.is_set():  # messages wait in DDS meanwhile
+                time.sleep(0.01)
+                continue
             self.executor.spin_once(timeout_sec=0.01)
 
     def listen(self, msg_type, topic: str, qos=10):

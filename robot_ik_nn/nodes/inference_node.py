@@ -16,6 +16,7 @@ published for them. Without new targets the node publishes nothing new.
 """
 from __future__ import annotations
 
+import gc
 import time
 
 import numpy as np
@@ -98,6 +99,7 @@ class InferenceNode(Node):
         self.create_subscription(PoseStamped, "~/target_pose", self.on_target, RELIABLE)
         if self.stream:
             self.create_timer(self.stream_dt, self.on_stream_tick)
+        gc.freeze()  # what exists now lives for the node's life: keep it out of collections (no pauses)
         self.get_logger().info(
             f"serving {path} for {self.arm.name} ({self.arm.dof} joints, {loaded.mode} mode); targets in frame "
             f"{next(iter(self.frames))}; trajectories on {controller}/joint_trajectory"
