@@ -85,3 +85,20 @@ class Probe:
         self.thread.join()
         self.executor.remove_node(self.node)
         self.node.destroy_node()
+
+
+def publish_until(probe, publish, topic: str, timeout: float = 30.0, every: float = 1.0):
+    """Publish (a fresh message each time) until something new arrives on ``topic``.
+
+    Nodes in other processes discover each other at their own pace: a first target can reach
+    the inference node before the arm's joint states do, and is rightly refused."""
+    before = len(probe.received[topic])
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        publish()
+        until = time.time() + every
+        while time.time() < until:
+            if len(probe.received[topic]) > before:
+                return
+            time.sleep(0.01)
+    raise AssertionError(f"nothing on {topic} after publishing for {timeout} s")

@@ -22,7 +22,7 @@ from robot_ik_nn.quaternions import matrix_to_quaternion, quaternion_to_matrix
 from robot_ik_nn.robot import ArmModel
 from robot_ik_nn.sim import ArmSim
 
-from ros_helpers import Probe, node_process, stop
+from ros_helpers import Probe, node_process, publish_until, stop
 
 ARM = ArmModel.load("niryo_one")
 KIN = Kinematics(ARM, torch.float64)
@@ -72,9 +72,7 @@ def _target(seed):
 def test_a_reachable_target_is_served_and_reached(served):
     probe, _, _ = served
     _, pos, quat = _target(11)
-    n_cmd = len(probe.received["/joint_command"])
-    probe.publisher.publish(pose_msg(probe, pos, quat))
-    probe.wait_for(lambda: len(probe.received["/joint_command"]) > n_cmd, 10, "a joint_command")
+    publish_until(probe, lambda: probe.publisher.publish(pose_msg(probe, pos, quat)), "/joint_command")
     probe.wait_for(lambda: len(probe.received["/arm_controller/joint_trajectory"]) > 0, 5, "a trajectory")
     cmd = probe.received["/joint_command"][-1]
     assert list(cmd.name) == ARM.joint_names

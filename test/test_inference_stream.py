@@ -13,7 +13,7 @@ from sensor_msgs.msg import JointState
 from robot_ik_nn.nodes.common import RELIABLE
 from robot_ik_nn.quaternions import matrix_to_quaternion
 
-from ros_helpers import Probe, node_process, stop
+from ros_helpers import Probe, node_process, publish_until, stop
 from test_inference_node import ARM, KIN, TARGET, pose_msg
 
 
@@ -32,7 +32,8 @@ def test_stream_mode_sends_rate_limited_setpoints_ending_at_the_solution(niryo_m
         start = np.array(probe.received["/joint_states"][-1].position)
         q_goal = torch.tensor(start) + torch.tensor([0.5, -0.3, 0.4, 0.6, -0.5, 0.7], dtype=torch.float64)
         pos, rot = KIN.forward(KIN.clamp(q_goal))
-        pub.publish(pose_msg(probe, pos.numpy(), matrix_to_quaternion(rot).numpy()))
+        publish_until(probe, lambda: pub.publish(pose_msg(probe, pos.numpy(), matrix_to_quaternion(rot).numpy())),
+                      "/joint_command")
         probe.wait_for(lambda: len(probe.received["/joint_command"]) > 20, 15, "streamed setpoints")
         time.sleep(3.0)  # the stream ends at the solution and then stops
         setpoints = np.array([m.position for m in probe.received["/joint_command"]])
