@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 import sys
 import math
 import threading
@@ -94,8 +95,9 @@ class Trainer:
         elif ckpt.exists() and not force:
             raise TrainingError(f"{self.out} already holds a training run; pass --resume to continue it "
                                 f"or --force to start over")
-        elif not resume:
+        elif not resume:  # a fresh start: no rows or events from an earlier run in this folder
             (self.out / METRICS).unlink(missing_ok=True)
+            shutil.rmtree(self.out / "tensorboard", ignore_errors=True)
 
     # -- budget ---------------------------------------------------------------------------------
     @property

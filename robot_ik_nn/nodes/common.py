@@ -90,11 +90,16 @@ def spin_node(node_factory, args=None) -> int:
         print(f"[{name}] fatal: {err}", file=sys.stderr)
         code = 1
     finally:
-        if node is not None:
-            close = getattr(node, "close", None)
-            if close is not None:
-                close()
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        take_down([node] if node is not None else [])
     return code
+
+
+def take_down(nodes) -> None:
+    """Close (a learner saves its model here), destroy, then shut rclpy down."""
+    for node in nodes:
+        close = getattr(node, "close", None)
+        if close is not None:
+            close()
+        node.destroy_node()
+    if rclpy.ok():
+        rclpy.shutdown()

@@ -7,6 +7,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.parameter import Parameter
 
+from .common import take_down
 from .inference_node import InferenceNode
 from .learner_node import LearnerNode
 from .sim_node import SimNode
@@ -48,11 +49,5 @@ def run(planned, args=None) -> int:
         code = 1
     finally:
         executor.shutdown(timeout_sec=5.0)  # no callback runs while the nodes are taken down
-        for _, node in reversed(started):
-            close = getattr(node, "close", None)
-            if close is not None:
-                close()
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
+        take_down([node for _, node in reversed(started)])
     return code
