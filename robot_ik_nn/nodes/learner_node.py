@@ -15,6 +15,7 @@ import threading
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
+from rclpy.duration import Duration
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
@@ -104,7 +105,9 @@ class LearnerNode(Node):
         if msg.status:
             self.metrics_pub.publish(msg)
         if self.finished.is_set():
-            self.done = True  # the final word is out: the node may end
+            # the final word must reach the subscribers before the node (maybe the process) ends
+            self.metrics_pub.wait_for_all_acked(Duration(seconds=2.0))
+            self.done = True
 
     @property
     def exit_code(self) -> int:

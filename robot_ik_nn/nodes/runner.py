@@ -1,10 +1,12 @@
-"""Running a planned session (session.py) in one process: all nodes on one rclpy executor."""
+"""Running a planned session (session.py) in one process: all nodes on one rclpy executor.
+
+The nodes' callbacks are short (a training run has its own thread), so one thread serves them."""
 from __future__ import annotations
 
 import sys
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
 from .common import take_down
@@ -21,8 +23,8 @@ def _overrides(parameters: dict) -> list[Parameter]:
 
 def run(planned, args=None) -> int:
     """Start ``planned`` nodes, spin until a session-ending node is done or Ctrl-C; 0 on success."""
-    rclpy.init(args=args)
-    executor = MultiThreadedExecutor(num_threads=4)
+    rclpy.init(args=args if args is not None else [sys.argv[0]])  # name:=value are ours, not remaps
+    executor = SingleThreadedExecutor()  # callbacks run inline: none is in flight when we stop
     started = []
     code = 0
     try:
