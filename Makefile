@@ -14,9 +14,10 @@ STAMP       := $(VENV)/.installed
 ROS_WHEELS  := 'ros-rclpy[fastrtps]' ros-std-msgs ros-sensor-msgs ros-geometry-msgs ros-trajectory-msgs \
                ros-visualization-msgs ros-diagnostic-msgs
 
-.PHONY: install test train clean
+.PHONY: install venv test train clean
 
-install: $(STAMP)
+# the venv, rebuilt (not wiped) when setup.py or package.xml change
+install venv: $(STAMP)
 
 $(STAMP): setup.py package.xml
 ifdef ROS_DISTRO
