@@ -146,7 +146,12 @@ class ServingSolver:
                 q, e, J, cost, lam = q_new, e_new, J_new, c_new, max(lam / 3, 1e-9)
             else:
                 lam = min(lam * 4, 1e4)
-        return q
+        return q, e
+
+    def _errors_from_residual(self, e, R):
+        """Position (m) and rotation (rad) error from a residual (the rotation part is scaled)."""
+        rot = 0.0 if R is None else float(np.linalg.norm(e[3:])) / self.rot_weight
+        return float(np.linalg.norm(e[:3])), rot
 
     def errors(self, q, p, R):
         pq, Rq, _ = self.chain.forward(q)
@@ -182,17 +187,17 @@ class ServingSolver:
         if quaternion is None and self.net is not None and self.net.config.mode == "pose":
             return Answer(None, REJECTED, math.nan, math.nan, "this model was trained on full poses: give an orientation")
         R = None if quaternion is None else quat_to_matrix(quaternion)
+        # the last answer first (the freshest), then the joints the arm reports
         warm = [self.chain.clamp(np.asarray(c, dtype=float), self.lower, self.upper)
                 for c in (last, current) if c is not None]
-        warm.sort(key=lambda c: self._score(*self.errors(c, p, R)))
         best, best_score, best_err = None, math.inf, (math.nan, math.nan)
         tried = 0
 
         def attempt(start, iterations=None):
             nonlocal best, best_score, best_err, tried
             tried += 1
-            q = self.refine(start, p, R, iterations)
-            pe, re = self.errors(q, p, R)
+            q, e = self.refine(start, p, R, iterations)
+            pe, re = self._errors_from_residual(e, R)
             if self._score(pe, re) < best_score:
                 best, best_score, best_err = q, self._score(pe, re), (pe, re)
             return pe <= self.pos_tol and re <= self.rot_tol

@@ -42,7 +42,7 @@ def pose_msg(probe, pos, quat, frame="base_link", stamp=None):
 @pytest.fixture(scope="module")
 def served(niryo_model):
     """sim_node (the stand-in arm) and inference_node, as separate processes, plus a probe."""
-    sim = node_process("sim_node", {"rate": 100.0}, "target_pose:=" + TARGET)
+    sim = node_process("sim_node", {"rate": 50.0}, "target_pose:=" + TARGET)
     inference = node_process("inference_node", {"model_dir": str(niryo_model)})
     probe = Probe()
     deep = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)  # the probe must not drop any

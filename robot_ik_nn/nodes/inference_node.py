@@ -29,7 +29,6 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from .. import model_dir
-from ..quaternions import joint_angles_to_quaternions
 from ..robot import ArmModel
 from ..safety import JointBounds, check_target, gate_command, stream_step
 from ..serving import ServingSolver
@@ -83,7 +82,7 @@ class InferenceNode(Node):
         self.frames = {frame or self.arm.base}
         self.bounds = JointBounds.from_arm(self.arm, margin=margin, speed_scale=speed)
         self.solver = ServingSolver(self.arm, self.net, iterations=iterations, restarts=restarts, margin=margin)
-        self.axes = torch.tensor(self.arm.axes, dtype=torch.float64)
+        self.axes = self.arm.axes  # (dof, 3)
         self.current = None  # (joints, receive time)
         self.last_solution = None
         self.setpoint = None
@@ -144,19 +143,20 @@ class InferenceNode(Node):
 
     # -- outputs ----------------------------------------------------------------------------------
     def publish(self, command, current) -> None:
-        stamp = self.get_clock().now().to_msg()
-        traj = JointTrajectory(joint_names=self.names)
-        traj.points = [JointTrajectoryPoint(positions=command.positions.tolist(),
-                                            time_from_start=duration_msg(command.duration))]
-        self.trajectory_pub.publish(traj)  # header.stamp zero: start now
+        # joint_command first: it is what a streaming controller waits for
         if self.stream:
             if self.stream_goal is None or self.setpoint is None:
                 self.setpoint = current
             self.stream_goal = command.positions
             self.on_stream_tick()
         else:
-            self._send_joints(command.positions, stamp)
-        quats = joint_angles_to_quaternions(torch.tensor(command.positions), self.axes)
+            self._send_joints(command.positions)
+        traj = JointTrajectory(joint_names=self.names)
+        traj.points = [JointTrajectoryPoint(positions=command.positions.tolist(),
+                                            time_from_start=duration_msg(command.duration))]
+        self.trajectory_pub.publish(traj)  # header.stamp zero: start now
+        half = command.positions / 2.0  # joint quaternions: (axis sin(q/2), cos(q/2)), x y z w
+        quats = np.concatenate([self.axes * np.sin(half)[:, None], np.cos(half)[:, None]], axis=1)
         n = self.arm.dof
         msg = Float64MultiArray(data=quats.reshape(-1).tolist())
         msg.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n * 4),
