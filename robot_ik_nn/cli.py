@@ -3,27 +3,36 @@
     robot-ik-nn train --robot niryo_one --minutes 5 --out models/niryo_one
     robot-ik-nn eval models/niryo_one --targets 10000 [--json]
     robot-ik-nn solve models/niryo_one --xyz 0.25 0 0.3 --quat 0 0.7071 0 0.7071 [--json]
-    robot-ik-nn bench models/niryo_one [--json] [--out FILE]
-    robot-ik-nn export models/niryo_one [--out niryo_one.tar.gz]
+    robot-ik-nn bench models/niryo_one [--peers] [--json] [--out FILE]
+    robot-ik-nn export models/niryo_one [--out niryo_one.tar.gz] [--onnx]
     robot-ik-nn launch train|inference|display [name:=value ...]     (needs rclpy)
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import sys
 import threading
 
 
-def _threads(value: int | None) -> None:
-    import torch
+def _threads(value: int | None, torch: bool = False) -> None:
+    """CPU threads for the compiled core's batches (and torch's, for the commands that use it)."""
+    count = value or min(os.cpu_count() or 1, 16)
+    if value:
+        import numba
 
-    torch.set_num_threads(value or min(os.cpu_count() or 1, 16))
+        numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
+    if torch:
+        import torch as torch_
+
+        torch_.set_num_threads(count)
 
 
 def cmd_train(args) -> int:
+    _threads(args.threads, torch=True)
     from .learners import LearnConfig
     from .training import Trainer, TrainConfig
 
@@ -33,7 +42,7 @@ def cmd_train(args) -> int:
     config = TrainConfig(robot=args.robot, base=args.base, tip=args.tip, mode=args.mode, learner=args.learner,
                          minutes=None if args.steps and args.minutes is None else (args.minutes or 5.0),
                          steps=args.steps, device=args.device, out=args.out or f"models/{_stem(args.robot)}",
-                         seed=args.seed, hidden=args.hidden, tracking=args.tracking,
+                         seed=args.seed, hidden=args.hidden, heads=args.heads, tracking=args.tracking,
                          checkpoint_every=args.checkpoint_every, learn=learn)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -55,32 +64,32 @@ def _stem(robot: str) -> str:
 
 
 def cmd_eval(args) -> int:
-    from . import model_dir
     from .evaluate import evaluate, format_table
 
-    loaded = model_dir.load(args.model, device=args.device)
-    result = evaluate(loaded, targets=args.targets, seed=args.seed, device=args.device, batch=args.batch)
+    _threads(args.threads, torch=args.device.startswith("cuda"))
+    result = evaluate(args.model, targets=args.targets, seed=args.seed, device=args.device, batch=args.batch)
     print(json.dumps(result) if args.json else format_table(result))
     return 0
 
 
 def cmd_solve(args) -> int:
-    from . import model_dir
-    from .quaternions import joint_angles_to_quaternions
-    from .solver import Solver
+    from .arm.rotations import joint_angles_to_quaternions
+    from .ik.settings import IKSettings
+    from .ik.solver import Solver
 
-    loaded = model_dir.load(args.model)
-    solver = Solver(loaded.arm, loaded.net)
-    result = solver.solve([args.xyz], None if args.quat is None else [args.quat], refine=args.refine)
-    q = result.q[0]
-    quats = joint_angles_to_quaternions(q, solver.kin._axes.double()) if result.status[0] != "rejected" else None
+    _threads(args.threads)
+    solver = Solver.load(args.model, IKSettings(iterations=args.refine), backend=args.backend)
+    answer = solver.solve(args.xyz, args.quat)
+    q = answer.q
+    quats = None if q is None else joint_angles_to_quaternions(q, solver.arm.axes)
     out = {
-        "status": result.status[0], "reason": result.reason[0],
-        "pos_err_mm": None if result.status[0] == "rejected" else result.pos_err[0].item() * 1000,
-        "rot_err_deg": None if result.status[0] == "rejected" else float(result.rot_err[0].rad2deg()),
-        "joint_names": loaded.arm.joint_names,
-        "joints": None if quats is None else q.tolist(),
+        "status": answer.status, "reason": answer.reason,
+        "pos_err_mm": None if q is None else answer.pos_err * 1000,
+        "rot_err_deg": None if q is None else math.degrees(answer.rot_err),
+        "joint_names": solver.arm.joint_names,
+        "joints": None if q is None else q.tolist(),
         "joint_quaternions": None if quats is None else quats.tolist(),
+        "microseconds": answer.seconds * 1e6,
     }
     if args.json:
         print(json.dumps(out))
@@ -97,15 +106,27 @@ def cmd_solve(args) -> int:
 def cmd_bench(args) -> int:
     from pathlib import Path
 
-    from . import bench, model_dir
+    from . import bench
 
-    loaded = model_dir.load(args.model, device=args.device)
-    result = bench.run(loaded, targets=args.targets, device=args.device, serving_targets=args.serving_targets,
-                       reference_targets=args.reference_targets)
+    _threads(args.threads)
+
+    def say(text):
+        if not args.json:
+            print(f"measuring: {text}", file=sys.stderr, flush=True)
+
+    result = bench.run(args.model, targets=args.targets, single_targets=args.single_targets, peers=args.peers,
+                       budget_ms=args.budget_ms, tracking_targets=args.tracking_targets,
+                       backends=args.backends, torch_batched=not args.no_torch, progress=say)
+    if args.dds:
+        from .bench.dds import dds_latency
+
+        say("the inference node over DDS")
+        result["dds"] = dds_latency(args.model, targets=args.dds_targets)
     text = json.dumps(result, indent=2)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text + "\n")
+        Path(args.out).with_suffix(".md").write_text(bench.markdown(result) + "\n")
     print(text if args.json else bench.format_table(result))
     return 0
 
@@ -113,6 +134,11 @@ def cmd_bench(args) -> int:
 def cmd_export(args) -> int:
     from . import model_dir
 
+    if args.onnx:
+        path = model_dir.export_onnx(args.model)
+        print(f"wrote {path} (serve it with backend onnx: robot-ik-nn solve {args.model} --backend onnx ...)")
+        if not args.out:
+            return 0
     out = model_dir.export(args.model, args.out)
     print(f"exported {args.model} to {out} (load it anywhere: robot-ik-nn eval {out.name}, or "
           f"model_dir:={out.name} for the inference node)")
@@ -130,7 +156,8 @@ def parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="robot-ik-nn", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: all cores)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads for batches and training (default: all cores)")
     sub = p.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train an IK network by reward")
@@ -147,6 +174,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--force", action="store_true", help="start over even if --out holds a run")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--hidden", type=int, nargs="+", default=[256, 256, 256], help="hidden layer widths")
+    t.add_argument("--heads", type=int, default=1,
+                   help="candidate branches the network proposes per target (gradient learner)")
     t.add_argument("--batch-size", type=int)
     t.add_argument("--tracking", action="store_true", help="also feed the current joints to the network")
     t.add_argument("--checkpoint-every", type=float, default=30.0, help="seconds between checkpoints")
@@ -169,22 +198,33 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--xyz", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"))
     s.add_argument("--quat", type=float, nargs=4, metavar=("X", "Y", "Z", "W"))
     s.add_argument("--refine", type=int, default=30, help="refinement iterations (0: the network alone)")
+    s.add_argument("--backend", choices=["compiled", "numpy", "onnx"], default="compiled",
+                   help="the network's forward pass (onnx: needs model.onnx, see export --onnx)")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_solve)
 
-    b = sub.add_parser("bench", help="measure throughput and latency; JSON for the record")
+    b = sub.add_parser("bench", help="measure speed and solve rate, side by side with other solvers")
     b.add_argument("model")
-    b.add_argument("--targets", type=int, default=10000, help="targets for the batched measurements")
-    b.add_argument("--serving-targets", type=int, default=1000, help="targets solved one at a time")
-    b.add_argument("--reference-targets", type=int, default=1000, help="targets for PyBullet's IK (0: skip)")
-    b.add_argument("--device", default="cpu")
+    b.add_argument("--targets", type=int, default=10000, help="targets (and the largest batch)")
+    b.add_argument("--single-targets", type=int, help="targets solved one at a time (default: --targets)")
+    b.add_argument("--tracking-targets", type=int, default=1000, help="targets along the tracking path")
+    b.add_argument("--backends", nargs="+", choices=["compiled", "numpy", "onnx"],
+                   default=["compiled", "numpy", "onnx"], help="network backends to measure")
+    b.add_argument("--peers", action="store_true",
+                   help="also run TRAC-IK, roboticstoolbox's ik_LM and PyBullet's IK (pip install .[peers])")
+    b.add_argument("--budget-ms", type=float, default=5.0, help="time budget per target for the peers")
+    b.add_argument("--dds", action="store_true", help="also measure the inference node over DDS (needs rclpy)")
+    b.add_argument("--dds-targets", type=int, default=2000, help="targets sent at 200 Hz with --dds")
+    b.add_argument("--no-torch", action="store_true", help="skip the batched torch solver")
     b.add_argument("--json", action="store_true", help="print the JSON instead of the table")
-    b.add_argument("--out", help="also write the JSON to this file")
+    b.add_argument("--out", help="also write the JSON to this file (and the markdown table beside it)")
     b.set_defaults(func=cmd_bench)
 
     x = sub.add_parser("export", help="pack a model folder into one .tar.gz for another machine")
     x.add_argument("model")
     x.add_argument("--out", help="archive path (default <model>.tar.gz)")
+    x.add_argument("--onnx", action="store_true", help="write model.onnx into the model folder (no archive "
+                   "unless --out is given)")
     x.set_defaults(func=cmd_export)
 
     la = sub.add_parser("launch", help="run a ROS 2 session (the launch file's nodes) in one process")
@@ -196,16 +236,18 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    _threads(args.threads)
     from .model_dir import ModelDirError
-    from .robot import RobotModelError
-    from .training import TrainingError
+    from .arm.model import RobotModelError
 
+    refusals = (ModelDirError, RobotModelError, ValueError)
     try:
         return args.func(args)
-    except (ModelDirError, RobotModelError, TrainingError, ValueError) as err:
-        print(f"robot-ik-nn {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    except Exception as err:
+        training = sys.modules.get("robot_ik_nn.training")  # imported only by commands that train
+        if isinstance(err, refusals) or (training is not None and isinstance(err, training.TrainingError)):
+            print(f"robot-ik-nn {args.command}: error: {err}", file=sys.stderr)
+            return 2
+        raise
     except KeyboardInterrupt:
         return 130
 

@@ -1,97 +1,120 @@
 """Held-out evaluation: targets from forward kinematics of uniformly random joint values.
 
 "Solved" means position error <= 1 mm and rotation error <= 0.01 rad with every joint inside its
-limits (the figures in shared/anchors.md use the same definition).
+limits (the figures in shared/anchors.md use the same definition). On the CPU the compiled core
+answers (no torch needed); with ``device="cuda"`` the batched torch solver does.
 """
 from __future__ import annotations
 
 import math
+import os
 import time
 
 import numpy as np
-import torch
 
-from .kinematics import Kinematics
-from .quaternions import matrix_to_quaternion
-from .reward import pose_distances
-from .solver import Solver, summarize
+from .arm.rotations import matrix_to_quaternion, rotation_angle
 
 
-def held_out_targets(arm, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(q, position, rotation matrix) of ``n`` reachable targets, float64, CPU."""
-    kin = Kinematics(arm, torch.float64)
-    q = kin.sample(n, torch.Generator().manual_seed(seed))
-    pos, rot = kin.forward(q)
+def held_out_targets(arm, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(q, position, rotation matrix) of ``n`` reachable targets, float64 numpy."""
+    from .ik.solver import Solver
+
+    rng = np.random.default_rng(seed)
+    q = arm.lower + rng.random((n, arm.dof)) * (arm.upper - arm.lower)
+    pos, rot = Solver(arm).forward(q)
     return q, pos, rot
 
 
-def network_errors(net, arm, targets: int = 2000, seed: int = 12345) -> dict:
-    """The network alone: position and rotation error percentiles on held-out targets."""
-    _, pos, rot = held_out_targets(arm, targets, seed)
-    device = next(net.parameters()).device
-    was_training = net.training
-    net.eval()
-    with torch.no_grad():
-        pose = net.config.mode == "pose"
-        current = None
-        if net.config.tracking:
-            current = ((net.lower + net.upper) / 2).expand(targets, -1)
-        q = net(pos.float().to(device), rot.float().to(device) if pose else None, current).double().cpu()
-    net.train(was_training)
-    p_q, r_q = Kinematics(arm, torch.float64).forward(q)
-    d_pos, d_rot = pose_distances(p_q, r_q, pos, rot)
-    pe, re = d_pos.numpy() * 1000, np.degrees(d_rot.numpy())
-    out = {"pos_mm_median": float(np.median(pe)), "pos_mm_p90": float(np.percentile(pe, 90)),
-           "pos_mm_p99": float(np.percentile(pe, 99))}
-    if pose:
-        out.update(rot_deg_median=float(np.median(re)), rot_deg_p90=float(np.percentile(re, 90)),
-                   rot_deg_p99=float(np.percentile(re, 99)))
+def errors_mm_deg(pos_err, rot_err, prefix: str = "") -> dict:
+    """Median, p90 and p99 of position (mm) and rotation (deg) errors."""
+    pe, re = np.asarray(pos_err) * 1000, np.degrees(np.asarray(rot_err))
+    out = {}
+    for name, v in (("pos_mm", pe), ("rot_deg", re)):
+        for tag, pct in (("median", 50), ("p90", 90), ("p99", 99)):
+            out[f"{prefix}{name}_{tag}"] = float(np.percentile(v, pct))
     return out
 
 
-def evaluate(loaded, targets: int = 10000, seed: int = 12345, device: str = "cpu", batch: int | None = None,
-             solver_options: dict | None = None) -> dict:
-    """The ``robot-ik-nn eval --json`` object for a loaded model folder."""
-    arm, net = loaded.arm, loaded.net
-    pose = net.config.mode == "pose"
-    result = {"robot": arm.name, "mode": net.config.mode, "targets": targets, "seed": seed,
-              "fingerprint": arm.fingerprint, "device": device, "threads": torch.get_num_threads()}
-    result["network"] = network_errors(net.to(device), arm, targets, seed)
-    if not pose:
-        result["network"].setdefault("rot_deg_median", None)
+def network_errors(net, arm, targets: int = 2000, seed: int = 12345) -> dict:
+    """The torch network alone (while it trains): error percentiles on held-out targets."""
+    import torch
 
     _, pos, rot = held_out_targets(arm, targets, seed)
+    device = next(net.parameters()).device
+    pose = net.config.mode == "pose"
+    was_training = net.training
+    net.eval()
+    with torch.no_grad():
+        q = net(torch.as_tensor(pos, dtype=torch.float32, device=device),
+                torch.as_tensor(rot, dtype=torch.float32, device=device) if pose else None)
+    net.train(was_training)
+    from .ik.solver import Solver
+
+    p_q, r_q = Solver(arm).forward(q.double().cpu().numpy())
+    out = errors_mm_deg(np.linalg.norm(p_q - pos, axis=1), rotation_angle(r_q, rot))
+    if not pose:
+        out = {k: v for k, v in out.items() if k.startswith("pos")}
+    return out
+
+
+def evaluate(model, targets: int = 10000, seed: int = 12345, device: str = "cpu", batch: int | None = None,
+             settings=None) -> dict:
+    """The ``robot-ik-nn eval --json`` object for a model folder (path or archive)."""
+    from .ik.solver import Solver
+
+    solver = Solver.load(model, settings)
+    arm, pose = solver.arm, solver.mode == "pose"
+    _, pos, rot = held_out_targets(arm, targets, seed)
     quat = matrix_to_quaternion(rot) if pose else None
-    solver = Solver(arm, net, device=device, **(solver_options or {}))
+    result = {"robot": arm.name, "mode": solver.mode, "targets": targets, "seed": seed,
+              "fingerprint": arm.fingerprint, "device": device, "threads": _threads(device),
+              "heads": solver.heads}
+    alone = solver.with_settings(iterations=0).solve_batch(pos, quat)
+    result["network"] = errors_mm_deg(alone.pos_err, alone.rot_err)
+    if not pose:
+        result["network"].update(rot_deg_median=None, rot_deg_p90=None, rot_deg_p99=None)
+    if device.startswith("cuda"):
+        solve, sync = _torch_solver(model, solver.settings, device)
+    else:
+        solve, sync = solver.solve_batch, (lambda: None)
     batch = batch or targets
-    solver.solve(pos[:min(64, targets)], None if quat is None else quat[:min(64, targets)])  # warm up
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
+    solve(pos[:min(64, targets)], None if quat is None else quat[:min(64, targets)])  # warm up
+    sync()
     started = time.perf_counter()
-    parts = [solver.solve(pos[i:i + batch], None if quat is None else quat[i:i + batch])
-             for i in range(0, targets, batch)]
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
+    parts = [solve(pos[i:i + batch], None if quat is None else quat[i:i + batch]) for i in range(0, targets, batch)]
+    sync()
     seconds = time.perf_counter() - started
-    merged = _merge(parts)
-    s = summarize(merged)
+    from .ik.targets import BatchResult
+
+    s = BatchResult.concatenate(parts).summary()
     result["refined"] = {
         "solve_rate": s["solved"] / targets, "solved": s["solved"], "best_effort": s["best_effort"],
         "rejected": s["rejected"], "pos_mm_median": s.get("pos_mm_median"), "pos_mm_p99": s.get("pos_mm_p99"),
         "rot_deg_median": s.get("rot_deg_median") if pose else None,
         "rot_deg_p99": s.get("rot_deg_p99") if pose else None,
-        "solutions_per_s": targets / seconds, "seconds": seconds, "batch": batch,
-        "iterations": solver.iterations, "restarts": solver.restarts,
+        "solutions_per_s": targets / seconds, "solved_per_s": s["solved"] / seconds, "seconds": seconds,
+        "batch": batch, "iterations": solver.settings.iterations, "restarts": solver.settings.restarts,
     }
     return result
 
 
-def _merge(parts):
-    from .solver import SolveResult
+def _threads(device: str) -> int:
+    if device.startswith("cuda"):
+        return 1
+    from numba import get_num_threads
 
-    return SolveResult(torch.cat([p.q for p in parts]), sum((p.status for p in parts), []),
-                       torch.cat([p.pos_err for p in parts]), torch.cat([p.rot_err for p in parts]),
-                       sum((p.reason for p in parts), []))
+    return get_num_threads() or os.cpu_count() or 1
+
+
+def _torch_solver(model, settings, device):
+    import torch
+
+    from . import model_dir
+    from .ik.batched import TorchSolver
+
+    loaded = model_dir.load(model, device=device)
+    solver = TorchSolver(loaded.arm, loaded.net, settings, device=device)
+    return solver.solve, (lambda: torch.cuda.synchronize() if device.startswith("cuda") else None)
 
 
 def format_table(result: dict) -> str:
@@ -101,9 +124,10 @@ def format_table(result: dict) -> str:
     def f(v, fmt):
         return "-" if v is None else format(v, fmt)
 
+    heads = result.get("heads", 1)
     lines = [
-        f"{result['robot']} ({result['mode']}), {result['targets']} held-out targets, seed {result['seed']}, "
-        f"{result['device']}, {result['threads']} threads",
+        f"{result['robot']} ({result['mode']}, {heads} head{'s' if heads > 1 else ''}), {result['targets']} "
+        f"held-out targets, seed {result['seed']}, {result['device']}, {result['threads']} threads",
         "",
         f"{'':22}{'network alone':>16}{'refined':>16}",
         f"{'position median (mm)':22}{f(n['pos_mm_median'], '.3f'):>16}{f(r['pos_mm_median'], '.4f'):>16}",

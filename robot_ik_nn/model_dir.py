@@ -6,6 +6,10 @@
     robot.urdf          the URDF the network was trained on
     report.md           what was trained, how long, how well
     training_curve.png  error against training time
+    model.onnx          (after ``robot-ik-nn export MODEL --onnx``) the layers for onnxruntime
+
+:func:`read` opens a folder with numpy alone (serving: no torch); :func:`load` builds the torch
+network from it (training, evaluation on a GPU); :func:`save` writes one (needs torch).
 
 Loading checks the weights' checksum and the arm's fingerprint and refuses a mismatch or a
 corrupt file with a message that says which. :func:`export` packs the folder (without the
@@ -21,13 +25,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
-from .network import IKNet, NetConfig
-from .robot import ArmModel, RobotModelError
+from .arm.model import ArmModel, RobotModelError
 
 FORMAT = 1
 WEIGHTS, META, URDF, REPORT, CURVE = "model.safetensors", "model.json", "robot.urdf", "report.md", "training_curve.png"
+ONNX = "model.onnx"
 
 
 class ModelDirError(RuntimeError):
@@ -58,7 +60,7 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def weights_bytes(net: IKNet) -> bytes:
+def weights_bytes(net) -> bytes:
     from safetensors.torch import save
 
     state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
@@ -66,8 +68,21 @@ def weights_bytes(net: IKNet) -> bytes:
 
 
 @dataclass
+class ModelFolder:
+    """A model folder read without torch: its metadata, arm and tensors (numpy)."""
+    meta: dict
+    arm: ArmModel
+    tensors: dict
+    path: Path
+
+    @property
+    def mode(self) -> str:
+        return self.meta["network"]["mode"]
+
+
+@dataclass
 class LoadedModel:
-    net: IKNet
+    net: object  # network.IKNet
     arm: ArmModel
     meta: dict
     path: Path
@@ -77,7 +92,7 @@ class LoadedModel:
         return self.net.config.mode
 
 
-def save(path: str | Path, net: IKNet, arm: ArmModel, training: dict | None = None,
+def save(path: str | Path, net, arm: ArmModel, training: dict | None = None,
          report: str | None = None, curve_png: bytes | None = None) -> Path:
     path = Path(path)
     blob = weights_bytes(net)
@@ -117,7 +132,7 @@ def read_meta(path: str | Path) -> dict:
     return meta
 
 
-SHIPPED = (WEIGHTS, META, URDF, REPORT, CURVE)
+SHIPPED = (WEIGHTS, META, URDF, REPORT, CURVE, ONNX)
 
 
 def export(path: str | Path, out: str | Path | None = None) -> Path:
@@ -156,11 +171,11 @@ def _unpack(archive: Path) -> Path:
     return target
 
 
-def load(path: str | Path, arm: ArmModel | None = None, device: str | torch.device = "cpu") -> LoadedModel:
-    """Load a model folder (or an exported ``.tar.gz``). With ``arm``, refuse unless it is the
-    arm the model was trained on."""
+def read(path: str | Path, arm: ArmModel | None = None) -> ModelFolder:
+    """Open a model folder (or an exported ``.tar.gz``) with numpy alone. With ``arm``, refuse
+    unless it is the arm the model was trained on."""
     from safetensors import SafetensorError
-    from safetensors.torch import load as load_tensors
+    from safetensors.numpy import load as load_tensors
 
     path = Path(path)
     if path.is_file() and path.name.endswith((".tar.gz", ".tgz")):
@@ -186,10 +201,52 @@ def load(path: str | Path, arm: ArmModel | None = None, device: str | torch.devi
             f"fingerprint {meta['fingerprint'][:12]}) but is used with '{arm.name}' ({arm.base} -> {arm.tip}, "
             f"fingerprint {arm.fingerprint[:12]}); train a model for this arm")
     try:
-        state = load_tensors(blob)
-        config = NetConfig(**meta["network"])
-        net = IKNet(config, arm)
-        net.load_state_dict(state)
-    except (SafetensorError, RuntimeError, TypeError, ValueError) as err:
-        raise ModelDirError(f"{path / WEIGHTS} does not fit model.json: {err}") from err
-    return LoadedModel(net.to(device).eval(), arm, meta, path)
+        tensors = load_tensors(blob)
+    except (SafetensorError, ValueError) as err:
+        raise ModelDirError(f"{path / WEIGHTS} is unreadable: {err}") from err
+    return ModelFolder(meta, arm, tensors, path)
+
+
+def load(path: str | Path, arm: ArmModel | None = None, device="cpu") -> LoadedModel:
+    """The torch network of a model folder (or an exported ``.tar.gz``); see :func:`read`."""
+    import torch
+
+    from .network import IKNet, NetConfig
+
+    folder = read(path, arm)
+    try:
+        config = NetConfig(**folder.meta["network"])
+        net = IKNet(config, folder.arm)
+        net.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in folder.tensors.items()})
+    except (RuntimeError, TypeError, ValueError) as err:
+        raise ModelDirError(f"{folder.path / WEIGHTS} does not fit model.json: {err}") from err
+    return LoadedModel(net.to(device).eval(), folder.arm, folder.meta, folder.path)
+
+
+def export_onnx(path: str | Path) -> Path:
+    """Write ``model.onnx`` (the network's layers) into a model folder, from its weights."""
+    from .ik.onnx_layers import onnx_bytes
+    from .ik.seeds import pack_network
+
+    folder = read(path)
+    if folder.path != Path(path):
+        raise ModelDirError(f"{path}: export --onnx writes into a model folder, not an archive")
+    blob = onnx_bytes(pack_network(folder.tensors, folder.meta["network"]), folder.meta["weights_sha256"])
+    atomic_write(folder.path / ONNX, blob)
+    return folder.path / ONNX
+
+
+def check_onnx(folder: ModelFolder) -> None:
+    """Refuse a missing ``model.onnx``, or one written from other weights."""
+    from .ik.onnx_layers import recorded_weights
+
+    onnx_path = folder.path / ONNX
+    if not onnx_path.is_file():
+        raise ModelDirError(f"{onnx_path} is missing: write it with robot-ik-nn export {folder.path} --onnx")
+    try:
+        recorded = recorded_weights(onnx_path)
+    except Exception as err:  # noqa: BLE001 - protobuf errors of every kind mean the same here
+        raise ModelDirError(f"{onnx_path} is unreadable: {err}") from err
+    if recorded != folder.meta["weights_sha256"]:
+        raise ModelDirError(f"{onnx_path} was written from other weights than {folder.path / WEIGHTS}; "
+                            f"write it again with robot-ik-nn export {folder.path} --onnx")

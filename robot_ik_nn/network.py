@@ -11,6 +11,13 @@ Conversion to joint angles inside the limits:
 - limited joints: ``theta = mid + half * s = mid + half * sin(phi / 2)``, a smooth squash of the
   quaternion's angle into [lower, upper] (no seam; saturating at the limits like tanh).
 
+Several heads (``heads`` > 1): the layers end in one quaternion head per candidate branch (an
+arm usually has several solutions for a target: elbow up or down, wrist flipped or not). A
+single continuous map cannot jump from branch to branch where one runs into a joint limit; a
+head per branch can keep each branch whole. ``candidates`` gives every head's joints;
+``forward`` the candidate whose tool lands closest to the target. The gradient learner trains
+them winner-takes-most (learners/gradient.py).
+
 Symmetry about the first joint (``yaw_symmetry``): turning a target about the first revolute
 joint's axis by ``a`` changes the solution only by ``q1 += a``. So the target is first turned
 about that axis into a canonical half-plane (by ``-psi``, ``psi`` being the target's angle about
@@ -28,7 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .quaternions import matrix_to_rot6d
+from .arm.rotations import matrix_to_rot6d
 
 MODES = ("pose", "position")
 
@@ -40,12 +47,15 @@ class NetConfig:
     hidden: list[int] = field(default_factory=lambda: [256, 256, 256])
     tracking: bool = False
     yaw_symmetry: bool = True
+    heads: int = 1
 
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if not self.hidden or any(int(h) < 1 for h in self.hidden):
             raise ValueError(f"hidden layer sizes must be positive, got {self.hidden}")
+        if not 1 <= int(self.heads) <= 64:
+            raise ValueError(f"heads must be between 1 and 64, got {self.heads}")
 
     @property
     def in_features(self) -> int:
@@ -76,6 +86,7 @@ class IKNet(nn.Module):
             # nothing to factor out, or a joint too narrow to turn toward most targets
             config.yaw_symmetry = False
         self.config = config
+        self.arm = arm
         f = dict(dtype=torch.float32)
         u, v = _perpendicular(first.axis)
         self.register_buffer("lower", torch.tensor(arm.lower, **f))
@@ -93,15 +104,20 @@ class IKNet(nn.Module):
             layers += [nn.Linear(width, int(h)), nn.SiLU()]
             width = int(h)
         self.body = nn.Sequential(*layers)
-        self.head = nn.Linear(width, 2 * config.dof)
+        self.head = nn.Linear(width, 2 * config.dof * config.heads)
         with torch.no_grad():  # start near mid-range (and joint 1 facing the target): s ~ 0, c ~ 1
             self.head.weight.mul_(0.1)
-            self.head.bias.view(config.dof, 2).copy_(torch.tensor([0.0, 1.0]))
+            self.head.bias.view(config.heads, config.dof, 2).copy_(torch.tensor([0.0, 1.0]))
+            if config.heads > 1:  # heads start apart: each a different turn of every joint
+                turns = torch.linspace(-0.6, 0.6, config.heads)[:, None] * torch.ones(config.dof)
+                self.head.bias.view(config.heads, config.dof, 2).copy_(
+                    torch.stack([torch.sin(turns), torch.cos(turns)], -1))
+        self._kinematics = None
 
     @classmethod
     def for_arm(cls, arm, config: NetConfig, samples: int = 4096, seed: int = 0) -> "IKNet":
         """A fresh network for ``arm``; input scaling from the arm's reachable positions."""
-        from .kinematics import Kinematics
+        from .arm.kinematics import Kinematics
 
         kin = Kinematics(arm, torch.float64)
         pos, rot = kin.forward(kin.sample(samples, torch.Generator().manual_seed(seed)))
@@ -132,7 +148,8 @@ class IKNet(nn.Module):
         return canon, None if local_rot is None else M @ local_rot, psi
 
     def features(self, pos, rot=None, current=None):
-        """Network input for targets; also returns psi (the first joint's turn to the target)."""
+        """Network input for targets; also returns psi (the first joint's turn to the target).
+        A tracking network given no current joints assumes mid-range."""
         if self.config.mode == "pose" and rot is None:
             raise ValueError("a pose-mode network needs the target orientation")
         canon, canon_rot, psi = self.canonical(pos, rot if self.config.mode == "pose" else None)
@@ -140,9 +157,9 @@ class IKNet(nn.Module):
         if self.config.mode == "pose":
             parts.append(matrix_to_rot6d(canon_rot))
         if self.config.tracking:
-            if current is None:
-                raise ValueError("a tracking network needs the current joint values")
             mid, half = (self.upper + self.lower) / 2, (self.upper - self.lower) / 2
+            if current is None:
+                current = mid.expand(*psi.shape, -1)
             rel = (current.to(psi.dtype) - mid) / half
             if self.config.yaw_symmetry:
                 rel = torch.cat([_wrap(current[..., :1].to(psi.dtype) - psi.unsqueeze(-1)) / math.pi, rel[..., 1:]], -1)
@@ -151,13 +168,19 @@ class IKNet(nn.Module):
 
     # -- output -----------------------------------------------------------------------------------
     def propose(self, pos, rot=None, current=None) -> tuple[torch.Tensor, torch.Tensor]:
-        """The head's unit pairs (..., dof, 2) and psi (...,)."""
+        """The head's unit pairs (..., dof, 2) — (..., heads, dof, 2) with several heads — and
+        psi (...,)."""
         x, psi = self.features(pos, rot, current)
         raw = self.head(self.body(x))
-        raw = raw.reshape(*raw.shape[:-1], self.config.dof, 2)
+        shape = (self.config.dof, 2) if self.config.heads == 1 else (self.config.heads, self.config.dof, 2)
+        raw = raw.reshape(*raw.shape[:-1], *shape)
         return raw / torch.linalg.norm(raw, dim=-1, keepdim=True).clamp_min(1e-6), psi
 
     def pairs_to_angles(self, sc: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
+        """Unit pairs (..., dof, 2) -> joint angles (..., dof); ``psi`` may lack the dimensions
+        between the batch and the joints (the heads)."""
+        while psi.dim() < sc.dim() - 2:
+            psi = psi.unsqueeze(-1)
         s, c = sc[..., 0], sc[..., 1]
         mid, half = (self.upper + self.lower) / 2, (self.upper - self.lower) / 2
         phi = _wrap(2.0 * torch.atan2(s, c))
@@ -204,8 +227,41 @@ class IKNet(nn.Module):
         """(..., dof, 4): the head's unit quaternions (x y z w) about each joint's axis."""
         return torch.cat([self.axes * sc[..., :1], sc[..., 1:]], dim=-1)
 
+    def candidates(self, pos: torch.Tensor, rot: torch.Tensor | None = None,
+                   current: torch.Tensor | None = None) -> torch.Tensor:
+        """Every head's joint angles (..., heads, dof) inside the limits."""
+        sc, psi = self.propose(pos, rot, current)
+        q = self.pairs_to_angles(sc, psi)
+        return q.unsqueeze(-2) if self.config.heads == 1 else q
+
     def forward(self, pos: torch.Tensor, rot: torch.Tensor | None = None,
                 current: torch.Tensor | None = None) -> torch.Tensor:
-        """Joint angles (..., dof) inside the limits for target ``pos`` (..., 3) [and ``rot``]."""
+        """Joint angles (..., dof) inside the limits for target ``pos`` (..., 3) [and ``rot``]:
+        with several heads, the candidate whose tool lands closest to the target."""
         sc, psi = self.propose(pos, rot, current)
-        return self.pairs_to_angles(sc, psi)
+        q = self.pairs_to_angles(sc, psi)
+        if self.config.heads == 1:
+            return q
+        return pick_closest(self.kinematics(q), q, pos, rot if self.config.mode == "pose" else None)
+
+    def kinematics(self, like: torch.Tensor):
+        """Forward kinematics in the dtype and on the device of ``like`` (built once each)."""
+        from .arm.kinematics import Kinematics
+
+        kin = self._kinematics
+        if kin is None or kin.dtype != like.dtype or kin.device != like.device:
+            kin = self._kinematics = Kinematics(self.arm, like.dtype, like.device)
+        return kin
+
+
+def pick_closest(kin, q: torch.Tensor, pos: torch.Tensor, rot: torch.Tensor | None) -> torch.Tensor:
+    """Of candidates ``q`` (..., K, dof), the one whose tool lands closest to each target
+    (position plus 0.1 m/rad times rotation, the reward's weights)."""
+    from .arm.rotations import rotation_angle
+
+    p_q, r_q = kin.forward(q)
+    score = torch.linalg.norm(p_q - pos.to(p_q).unsqueeze(-2), dim=-1)
+    if rot is not None:
+        score = score + 0.1 * rotation_angle(r_q, rot.to(r_q).unsqueeze(-3))
+    best = score.argmin(dim=-1)
+    return torch.gather(q, -2, best[..., None, None].expand(*best.shape, 1, q.shape[-1])).squeeze(-2)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .kinematics import rotation_angle
+from .arm.rotations import rotation_angle
 
 
 def pose_distances(pos: torch.Tensor, rot: torch.Tensor | None, target_pos: torch.Tensor,

@@ -17,7 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-QUATERNION_TOLERANCE = 1e-3
+from .ik import targets
+from .ik.settings import IKSettings
+
+_NOWHERE = np.zeros(3)
 
 
 @dataclass(frozen=True)
@@ -62,23 +65,24 @@ class Command:
 
 
 def check_target(position, orientation, frame_id: str, stamp: float, now: float, frames,
-                 stale_timeout: float = 0.2, future_tolerance: float = 0.05) -> str:
+                 stale_timeout: float = 0.2, future_tolerance: float = 0.05,
+                 quat_tolerance: float = IKSettings.quat_tolerance) -> str:
     """The reason a target must not be served, or "" when it may be.
 
     ``orientation`` is (x, y, z, w) or None for position-only targets; ``stamp`` and ``now`` are
-    seconds on the same clock; ``frames`` are the frame ids the solver works in.
+    seconds on the same clock; ``frames`` are the frame ids the solver works in. The numbers are
+    judged by targets.check, the verdict every solver gives (whether the arm can reach the
+    position is the solver's to say).
     """
     p = np.asarray(position, dtype=float)
-    if p.shape != (3,) or not np.all(np.isfinite(p)):
-        return f"position is not finite: {p.tolist()}"
-    if orientation is not None:
-        q = np.asarray(orientation, dtype=float)
-        if q.shape != (4,) or not np.all(np.isfinite(q)):
-            return f"orientation is not finite: {q.tolist()}"
-        with np.errstate(over="ignore"):
-            norm = float(np.linalg.norm(q))
-        if abs(norm - 1.0) > QUATERNION_TOLERANCE:
-            return f"orientation quaternion is not unit length (norm {norm:.6g})"
+    q = np.zeros(4) if orientation is None else np.asarray(orientation, dtype=float)
+    if p.shape != (3,):
+        return f"position must have 3 numbers, got {p.tolist()}"
+    if q.shape != (4,):
+        return f"orientation must be a quaternion (x, y, z, w), got {q.tolist()}"
+    code = targets.check(p, q, orientation is not None, _NOWHERE, math.inf, quat_tolerance, False)
+    if code != targets.OK:
+        return targets.reason(code, p, q)
     if not frame_id:
         return "frame_id is empty"
     if frame_id not in frames:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from .resources import config_path, share_dir
+from .arm.resources import config_path, share_dir
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def load_params(path: str | Path) -> dict[str, dict]:
 
 def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]:
     """The nodes of a session, parameters resolved, in start order."""
-    from .robot import resolve_robot
+    from .arm.model import resolve_robot
 
     args = resolve_arguments(session, given or {})
     params = load_params(args["params_file"] or config_path(f"{session}.yaml"))
@@ -129,7 +129,7 @@ def rviz_config(robot: str) -> Path:
     """config/robot_ik_nn.rviz with the fixed frame set to the arm's base link (a temporary copy)."""
     import tempfile
 
-    from .robot import ArmModel
+    from .arm.model import ArmModel
 
     base = ArmModel.load(robot).base
     text = (share_dir() / "config" / "robot_ik_nn.rviz").read_text()

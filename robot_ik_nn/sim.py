@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pybullet as pb
 
-from .robot import ArmModel
+from .arm.model import ArmModel
 
 
 def _loadable_urdf(arm):

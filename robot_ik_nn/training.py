@@ -25,7 +25,7 @@ import torch
 from . import model_dir
 from .learners import LearnConfig, make_learner
 from .network import IKNet, NetConfig
-from .robot import ArmModel
+from .arm.model import ArmModel
 
 CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.csv"
@@ -49,6 +49,7 @@ class TrainConfig:
     out: str = "models/niryo_one"
     seed: int = 0
     hidden: list[int] = field(default_factory=lambda: [256, 256, 256])
+    heads: int = 1
     tracking: bool = False
     checkpoint_every: float = 30.0  # seconds
     log_every: int = 50  # steps
@@ -86,7 +87,8 @@ class Trainer:
         self.interrupted = False
         self.lock = threading.Lock()  # held during each step: others may read the network between steps
         torch.manual_seed(config.seed)
-        net_config = NetConfig(self.arm.dof, config.mode, list(config.hidden), config.tracking)
+        net_config = NetConfig(self.arm.dof, config.mode, list(config.hidden), config.tracking,
+                               heads=config.heads)
         self.net = IKNet.for_arm(self.arm, net_config, seed=config.seed).to(self.device)
         self.learner = make_learner(config.learner, self.arm, self.net, config.learn, self.device, config.seed)
         ckpt = self.out / CHECKPOINT
@@ -211,8 +213,8 @@ class Trainer:
         saved = json.loads(state["config"])
         if state["fingerprint"] != self.arm.fingerprint:
             raise TrainingError(f"cannot resume: {path} was trained on another arm (fingerprint mismatch)")
-        for key in ("mode", "learner", "hidden", "tracking"):
-            if saved[key] != getattr(self.config, key):
+        for key in ("mode", "learner", "hidden", "tracking", "heads"):
+            if saved.get(key, 1 if key == "heads" else None) != getattr(self.config, key):
                 raise TrainingError(f"cannot resume: the checkpoint has {key}={saved[key]!r}, "
                                     f"this run asks for {getattr(self.config, key)!r}")
         self.net.load_state_dict(state["net"])

@@ -14,12 +14,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_ik_nn.kinematics import Kinematics, rotation_angle
+from robot_ik_nn.arm.kinematics import Kinematics
+from robot_ik_nn.arm.rotations import rotation_angle
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from robot_ik_nn.nodes.common import RELIABLE
-from robot_ik_nn.quaternions import matrix_to_quaternion, quaternion_to_matrix
-from robot_ik_nn.robot import ArmModel
+from robot_ik_nn.arm.rotations import matrix_to_quaternion, quaternion_to_matrix
+from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.sim import ArmSim
 
 from ros_helpers import Probe, node_process, publish_until, stop

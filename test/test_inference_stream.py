@@ -11,7 +11,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from robot_ik_nn.nodes.common import RELIABLE
-from robot_ik_nn.quaternions import matrix_to_quaternion
+from robot_ik_nn.arm.rotations import matrix_to_quaternion
 
 from ros_helpers import Probe, node_process, publish_until, stop
 from test_inference_node import ARM, KIN, TARGET, pose_msg

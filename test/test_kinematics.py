@@ -3,9 +3,10 @@ import numpy as np
 import pytest
 import torch
 
-from robot_ik_nn.kinematics import Kinematics, rotation_angle, rotation_error_vector
-from robot_ik_nn.quaternions import quaternion_to_matrix
-from robot_ik_nn.robot import ArmModel
+from robot_ik_nn.arm.kinematics import Kinematics
+from robot_ik_nn.arm.rotations import rotation_angle, rotation_error_vector
+from robot_ik_nn.arm.rotations import quaternion_to_matrix
+from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.sim import ArmSim
 
 ARMS = ["niryo_one", "inmoov_right_arm", "franka_panda"]
@@ -58,21 +59,8 @@ def test_jacobian_matches_finite_differences(name):
         np.testing.assert_allclose(J[:, 3:, i].numpy(), dw.numpy(), atol=1e-7)
 
 
-def test_prismatic_and_continuous_joints_against_pybullet(tmp_path):
-    urdf = tmp_path / "slider.urdf"
-    inertial = '<inertial><mass value="0.1"/><inertia ixx="1e-4" ixy="0" ixz="0" iyy="1e-4" iyz="0" izz="1e-4"/></inertial>'
-    urdf.write_text(f"""<?xml version="1.0"?>
-<robot name="slider">
-  <link name="a">{inertial}</link><link name="b">{inertial}</link><link name="c">{inertial}</link>
-  <link name="d">{inertial}</link>
-  <joint name="spin" type="continuous"><parent link="a"/><child link="b"/><origin xyz="0 0 0.2" rpy="0.1 0.2 0.3"/>
-    <axis xyz="0 0 1"/></joint>
-  <joint name="slide" type="prismatic"><parent link="b"/><child link="c"/><origin xyz="0.1 0 0" rpy="0 0.5 0"/>
-    <axis xyz="0.6 0 0.8"/><limit lower="-0.2" upper="0.3" effort="10" velocity="0.5"/></joint>
-  <joint name="bend" type="revolute"><parent link="c"/><child link="d"/><origin xyz="0 0.1 0.05"/>
-    <axis xyz="1 1 0"/><limit lower="-2" upper="2" effort="10" velocity="1"/></joint>
-</robot>""")
-    arm = ArmModel.load(urdf)
+def test_prismatic_and_continuous_joints_against_pybullet(slider_arm):
+    arm = slider_arm
     kin = Kinematics(arm, torch.float64)
     q = kin.sample(200, torch.Generator().manual_seed(1))
     q[:, 0] *= 3  # continuous joints go round more than once

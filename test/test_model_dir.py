@@ -8,7 +8,7 @@ import torch
 from robot_ik_nn import model_dir
 from robot_ik_nn.model_dir import ModelDirError
 from robot_ik_nn.network import IKNet, NetConfig
-from robot_ik_nn.robot import ArmModel
+from robot_ik_nn.arm.model import ArmModel
 
 
 @pytest.fixture()

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from robot_ik_nn.kinematics import Kinematics
+from robot_ik_nn.arm.kinematics import Kinematics
 from robot_ik_nn.network import IKNet, NetConfig
-from robot_ik_nn.quaternions import quaternions_to_joint_angles
-from robot_ik_nn.robot import ArmModel
+from robot_ik_nn.arm.rotations import quaternions_to_joint_angles
+from robot_ik_nn.arm.model import ArmModel
 
 CONTINUOUS_ARM = """<robot name="c"><link name="a"/><link name="b"/><link name="c"/>
   <joint name="spin" type="continuous"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint>
@@ -92,7 +92,9 @@ def test_pose_network_needs_orientation(niryo):
 def test_tracking_network_takes_the_current_joints(niryo):
     net = IKNet.for_arm(niryo, NetConfig(niryo.dof, "position", [16], tracking=True))
     assert net.config.in_features == 3 + niryo.dof
-    with pytest.raises(ValueError, match="current joint"):
-        net(torch.zeros(1, 3))
     out = net(torch.zeros(2, 3) + 0.2, current=torch.zeros(2, niryo.dof))
     assert out.shape == (2, niryo.dof)
+    # no current joints: the network assumes the arm rests at mid-range
+    mid = torch.tensor(niryo.mid_range, dtype=torch.float32).expand(2, -1)
+    torch.testing.assert_close(net(torch.zeros(2, 3) + 0.2), net(torch.zeros(2, 3) + 0.2, current=mid))
+    assert not torch.allclose(out, net(torch.zeros(2, 3) + 0.2, current=mid))

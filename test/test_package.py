@@ -100,7 +100,7 @@ def test_colcon_build_installs_executables_and_shared_files(tmp_path):
         assert expected <= installed, (folder, expected - installed)
     assert (install / "share" / "ament_index" / "resource_index" / "packages" / "robot_ik_nn").is_file()
     # the installed package finds its shared files through the install tree
-    probe = subprocess.run([sys.executable, "-c", "from robot_ik_nn.resources import share_dir; print(share_dir())"],
+    probe = subprocess.run([sys.executable, "-c", "from robot_ik_nn.arm.resources import share_dir; print(share_dir())"],
                            capture_output=True, text=True, timeout=60,
                            env={**env, "PYTHONPATH": str(next(install.glob("lib/python*/site-packages"))),
                                 "AMENT_PREFIX_PATH": str(install)}, cwd=tmp_path)

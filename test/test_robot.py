@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from robot_ik_nn.resources import pybullet_data_path
-from robot_ik_nn.robot import ArmModel, RobotModelError
+from robot_ik_nn.arm.resources import pybullet_data_path
+from robot_ik_nn.arm.model import ArmModel, RobotModelError
 
 PANDA = pybullet_data_path() / "franka_panda" / "panda.urdf"
 

@@ -7,7 +7,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from robot_ik_nn.robot import ArmModel
+from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.safety import JointBounds, check_target, gate_command, stream_step
 
 ARM = ArmModel.load("niryo_one")

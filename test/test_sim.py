@@ -5,12 +5,12 @@ import sys
 import numpy as np
 import pytest
 
-from robot_ik_nn.robot import ArmModel
+from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.sim import ArmSim
 
 LOAD = """
 import warnings; warnings.simplefilter("error")
-from robot_ik_nn.robot import ArmModel
+from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.sim import ArmSim
 arm = ArmModel.load({robot!r})
 ArmSim(arm).close()
@@ -122,7 +122,7 @@ def test_model_folder_of_a_mesh_urdf_finds_its_meshes_where_it_was_trained(tmp_p
 
     from robot_ik_nn import model_dir
     from robot_ik_nn.network import IKNet, NetConfig
-    from robot_ik_nn.resources import pybullet_data_path
+    from robot_ik_nn.arm.resources import pybullet_data_path
 
     src = tmp_path / "arm"
     (src / "meshes").mkdir(parents=True)

@@ -1,10 +1,10 @@
-"""Learners: every one maximises the same reward by distance (reward.py), each its own way."""
-from .base import LearnConfig, Learner
+"""Learners: every one maximises the same reward by distance (reward.py), each its own way.
 
+``LEARNERS`` is importable without torch (the command line lists it); the rest loads on use."""
 LEARNERS = ("gradient", "explore")
 
 
-def make_learner(name: str, *args, **kwargs) -> Learner:
+def make_learner(name: str, *args, **kwargs):
     if name == "gradient":
         from .gradient import GradientLearner
 
@@ -14,6 +14,14 @@ def make_learner(name: str, *args, **kwargs) -> Learner:
 
         return ExploreLearner(*args, **kwargs)
     raise ValueError(f"unknown learner {name!r}; choose one of {', '.join(LEARNERS)}")
+
+
+def __getattr__(name: str):
+    if name in ("LearnConfig", "Learner"):
+        from . import base
+
+        return getattr(base, name)
+    raise AttributeError(name)
 
 
 __all__ = ["LEARNERS", "LearnConfig", "Learner", "make_learner"]

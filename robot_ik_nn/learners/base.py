@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..kinematics import Kinematics
+from ..arm.kinematics import Kinematics
 from ..network import IKNet
-from ..robot import ArmModel
+from ..arm.model import ArmModel
 
 
 @dataclass
@@ -27,6 +27,11 @@ class LearnConfig:
     # tracking networks: how far the current joints lie from a solution, and the cost of moving
     tracking_noise: float = 0.3
     w_move: float = 0.002
+    # gradient learner: the fading pull toward the joints that made each target, and (with
+    # several heads) the share of the reward's gradient the losing heads still get
+    hindsight_weight: float = 0.1
+    hindsight_until: float = 0.3
+    losing_heads: float = 0.02
 
 
 class Learner:

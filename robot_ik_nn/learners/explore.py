@@ -19,7 +19,7 @@ import math
 
 import torch
 
-from ..quaternions import quaternion_to_matrix
+from ..arm.rotations import quaternion_to_matrix
 from ..reward import pose_distances, reward_from_distances
 from .base import Learner
 
@@ -36,6 +36,8 @@ class ExploreLearner(Learner):
 
     def __init__(self, arm, net, config, device, seed):
         super().__init__(arm, net, config, device, seed)
+        if net.config.heads != 1:
+            raise ValueError("the explore learner trains one head; use --heads 1")
         from ..sim import ArmSim  # the black box; imported here so the core stays free of pybullet
 
         self.sim = ArmSim(arm)

@@ -1,7 +1,7 @@
 """inference_node: target poses in, safe joint commands out.
 
-Loads a model folder (refusing a wrong fingerprint or a corrupt file: the node exits non-zero
-with the reason). For each ``~/target_pose`` (geometry_msgs/PoseStamped) it solves IK, passes
+Loads a model folder without torch (refusing a wrong fingerprint or a corrupt file: the node
+exits non-zero with the reason) and solves with the compiled IK core (robot_ik_nn.ik). For each ``~/target_pose`` (geometry_msgs/PoseStamped) it solves IK, passes
 the answer through the safety gate (safety.py) and publishes:
 
 - ``joint_command`` (sensor_msgs/JointState, radians): the solution, or with ``stream`` the
@@ -20,7 +20,6 @@ import gc
 import time
 
 import numpy as np
-import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
@@ -28,11 +27,12 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from .. import model_dir
-from ..robot import ArmModel
+from ..arm.model import ArmModel
+from ..ik.seeds import BACKENDS
+from ..ik.settings import IKSettings
+from ..ik.solver import Solver
+from ..ik.targets import SOLVED
 from ..safety import JointBounds, check_target, gate_command, stream_step
-from ..serving import ServingSolver
-from ..solver import SOLVED
 from .common import (RELIABLE, declare, duration_msg, live_parameters, now_seconds, spin_node, stamp_seconds,
                      status)
 
@@ -63,25 +63,28 @@ class InferenceNode(Node):
                               lo=1.0, hi=1000.0)
         self.joint_state_timeout = declare(self, "joint_state_timeout", 0.5,
                                            "joint states older than this are not trusted (s)", lo=0.01, hi=60.0)
-        iterations = declare(self, "refine_iterations", 30, "refinement iterations per seed (0: network alone)",
-                             read_only=True, lo=0, hi=500)
-        restarts = declare(self, "restarts", 4, "quick restarts before the batched fallback", read_only=True,
-                           lo=0, hi=100)
+        defaults = IKSettings()
+        iterations = declare(self, "refine_iterations", defaults.iterations,
+                             "refinement iterations from the first seed (0: the network alone, nothing "
+                             "more)", read_only=True, lo=0, hi=1000)
+        restarts = declare(self, "restarts", defaults.restarts, "restart seeds for a target not yet solved",
+                           read_only=True, lo=0, hi=100000)
+        backend = declare(self, "backend", "compiled", f"the network's forward pass: {', '.join(BACKENDS)}",
+                          read_only=True)
         self.accept_best_effort = declare(self, "accept_best_effort", False,
                                           "also command answers that miss the 1 mm / 0.01 rad tolerance")
-        threads = declare(self, "threads", 1, "torch threads for the network", read_only=True, lo=1, hi=64)
         live_parameters(self, {name: name for name in ("stale_timeout", "future_tolerance", "min_duration",
                                                          "joint_state_timeout", "accept_best_effort")})
-        torch.set_num_threads(threads)
         if not path:
             raise RuntimeError("parameter model_dir is required: the model folder to serve")
         arm = ArmModel.load(robot) if robot else None
-        loaded = model_dir.load(path, arm=arm)  # refuses a mismatch or a corrupt file, with the reason
-        self.arm, self.net = loaded.arm, loaded.net
+        settings = IKSettings(iterations=iterations, restarts=restarts, margin=margin)
+        # refuses a wrong arm or a corrupt file, with the reason
+        self.solver = Solver.load(path, settings, backend=backend, arm=arm)
+        self.arm = self.solver.arm
         self.names = self.arm.joint_names
         self.frames = {frame or self.arm.base}
         self.bounds = JointBounds.from_arm(self.arm, margin=margin, speed_scale=speed)
-        self.solver = ServingSolver(self.arm, self.net, iterations=iterations, restarts=restarts, margin=margin)
         self.axes = self.arm.axes  # (dof, 3)
         self.current = None  # (joints, receive time)
         self.last_solution = None
@@ -100,7 +103,8 @@ class InferenceNode(Node):
             self.create_timer(self.stream_dt, self.on_stream_tick)
         gc.freeze()  # what exists now lives for the node's life: keep it out of collections (no pauses)
         self.get_logger().info(
-            f"serving {path} for {self.arm.name} ({self.arm.dof} joints, {loaded.mode} mode); targets in frame "
+            f"serving {path} for {self.arm.name} ({self.arm.dof} joints, {self.solver.mode} mode, "
+            f"{backend} network); targets in frame "
             f"{next(iter(self.frames))}; trajectories on {controller}/joint_trajectory"
             + (f"; streaming setpoints at {stream_rate:g} Hz" if self.stream else ""))
 
@@ -125,7 +129,8 @@ class InferenceNode(Node):
         p, o = msg.pose.position, msg.pose.orientation
         position, quat = [p.x, p.y, p.z], [o.x, o.y, o.z, o.w]
         reason = check_target(position, quat, msg.header.frame_id, stamp_seconds(msg.header.stamp),
-                              now_seconds(self), self.frames, self.stale_timeout, self.future_tolerance)
+                              now_seconds(self), self.frames, self.stale_timeout, self.future_tolerance,
+                              self.solver.settings.quat_tolerance)
         current, why = self._current_joints() if not reason else (None, "")
         reason = reason or why
         if reason:

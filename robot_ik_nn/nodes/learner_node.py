@@ -20,9 +20,9 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
 
-from ..kinematics import Kinematics
+from ..arm.kinematics import Kinematics
 from ..learners import LEARNERS, LearnConfig
-from ..quaternions import matrix_to_quaternion
+from ..arm.rotations import matrix_to_quaternion
 from ..training import Trainer, TrainConfig
 from . import markers
 from .common import RELIABLE, declare, live_parameters, spin_node, status
@@ -122,8 +122,7 @@ class LearnerNode(Node):
         pos, rot = self.kin.forward(q_target)
         with self.trainer.lock, torch.no_grad():  # between two training steps
             net = self.trainer.net
-            q = net(pos.to(self.trainer.device), rot.to(self.trainer.device) if net.config.mode == "pose" else None,
-                    ((net.lower + net.upper) / 2)[None] if net.config.tracking else None)
+            q = net(pos.to(self.trainer.device), rot.to(self.trainer.device) if net.config.mode == "pose" else None)
         stamp = self.get_clock().now().to_msg()
         command = JointState(name=self.arm.joint_names, position=q[0].double().cpu().tolist())
         command.header.stamp = stamp

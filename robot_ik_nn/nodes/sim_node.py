@@ -14,7 +14,7 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import MarkerArray
 
-from ..robot import ArmModel
+from ..arm.model import ArmModel
 from ..sim import ArmSim
 from . import markers
 from .common import RELIABLE, declare, live_parameters, spin_node

@@ -16,7 +16,7 @@ import math
 import numpy as np
 import torch
 
-from .robot import ArmModel
+from .model import ArmModel
 
 
 def _skew(k: np.ndarray) -> np.ndarray:
@@ -111,37 +111,3 @@ class Kinematics:
         wrapped = torch.remainder(q + math.pi, 2 * math.pi) - math.pi
         clamped = torch.minimum(torch.maximum(q, self.lower), self.upper)
         return torch.where(self.continuous, wrapped, clamped)
-
-
-def rotation_angle(R: torch.Tensor, R_target: torch.Tensor) -> torch.Tensor:
-    """Geodesic angle (rad) between rotation matrices, accurate near zero and near pi."""
-    E = R_target @ R.transpose(-1, -2)
-    v = torch.stack([E[..., 2, 1] - E[..., 1, 2], E[..., 0, 2] - E[..., 2, 0], E[..., 1, 0] - E[..., 0, 1]], -1)
-    cos = (E[..., 0, 0] + E[..., 1, 1] + E[..., 2, 2] - 1.0) / 2.0
-    return torch.atan2(torch.linalg.norm(v, dim=-1) / 2.0, cos)
-
-
-def rotation_error_vector(R: torch.Tensor, R_target: torch.Tensor) -> torch.Tensor:
-    """Axis * angle (base frame) that rotates ``R`` onto ``R_target``; (..., 3)."""
-    E = R_target @ R.transpose(-1, -2)
-    v = torch.stack([E[..., 2, 1] - E[..., 1, 2], E[..., 0, 2] - E[..., 2, 0], E[..., 1, 0] - E[..., 0, 1]], -1)
-    sin2 = torch.linalg.norm(v, dim=-1, keepdim=True)  # = 2 sin(angle)
-    cos = ((E[..., 0, 0] + E[..., 1, 1] + E[..., 2, 2] - 1.0) / 2.0).unsqueeze(-1)
-    angle = torch.atan2(sin2 / 2.0, cos)
-    scale = torch.where(sin2 > 1e-9, angle / sin2.clamp_min(1e-12), torch.full_like(sin2, 0.5))
-    axis_angle = v * scale
-    # Near pi the antisymmetric part vanishes; take the axis from the symmetric part instead.
-    near_pi = (cos < -0.99).squeeze(-1)
-    if bool(near_pi.any()):
-        En = E[near_pi]
-        eye = torch.eye(3, dtype=E.dtype, device=E.device)
-        S = (En + En.transpose(-1, -2)) / 2.0 - cos[near_pi].unsqueeze(-1) * eye  # (1 - cos) a a^T
-        diag = torch.diagonal(S, dim1=-2, dim2=-1)
-        col = torch.argmax(diag, dim=-1)
-        axis = S[torch.arange(S.shape[0]), :, col]
-        axis = axis / torch.linalg.norm(axis, dim=-1, keepdim=True).clamp_min(1e-12)
-        sign = torch.sign((axis * v[near_pi]).sum(-1, keepdim=True))
-        sign = torch.where(sign == 0, torch.ones_like(sign), sign)
-        axis_angle = axis_angle.clone()
-        axis_angle[near_pi] = axis * sign * angle[near_pi]
-    return axis_angle

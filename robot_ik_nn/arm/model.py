@@ -13,6 +13,7 @@ import io
 import json
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -180,35 +181,40 @@ class ArmModel:
         return Joint(j.name, j.joint_type, axis, origin.copy(), lower, upper, velocity, effort, j.child)
 
     # -- what everything else asks -----------------------------------------------------------
-    @property
+    @cached_property
     def dof(self) -> int:
         return len(self.joints)
 
-    @property
+    @cached_property
     def joint_names(self) -> list[str]:
         return [j.name for j in self.joints]
 
-    @property
+    @cached_property
     def lower(self) -> np.ndarray:
         return np.array([j.lower for j in self.joints])
 
-    @property
+    @cached_property
     def upper(self) -> np.ndarray:
         return np.array([j.upper for j in self.joints])
 
-    @property
+    @cached_property
     def velocity_limits(self) -> np.ndarray:
         return np.array([j.velocity for j in self.joints])
 
-    @property
+    @cached_property
     def axes(self) -> np.ndarray:
         return np.stack([j.axis for j in self.joints])
 
-    @property
+    @cached_property
     def continuous(self) -> np.ndarray:
         return np.array([j.is_continuous for j in self.joints])
 
-    @property
+    @cached_property
+    def mid_range(self) -> np.ndarray:
+        """The middle of every joint's range (0 for continuous joints): the neutral pose."""
+        return np.where(self.continuous, 0.0, (self.lower + self.upper) / 2)
+
+    @cached_property
     def reach(self) -> float:
         """An upper bound on the tip's distance from the first joint's origin (metres)."""
         total = sum(float(np.linalg.norm(j.origin[:3, 3])) for j in self.joints[1:])
@@ -222,7 +228,7 @@ class ArmModel:
         ok = (q >= self.lower - tol) & (q <= self.upper + tol) | self.continuous
         return np.all(ok & np.isfinite(q), axis=-1)
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
         """SHA-256 over base, tip, the ordered joints (names, types, axes, limits, velocity
         limits, origins) and the tip offset. Two arms with the same fingerprint have the same

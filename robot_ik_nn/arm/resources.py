@@ -20,7 +20,7 @@ def _candidates() -> list[Path]:
     found = []
     if os.environ.get("ROBOT_IK_NN_SHARE"):
         found.append(Path(os.environ["ROBOT_IK_NN_SHARE"]))
-    found.append(Path(__file__).resolve().parent.parent)  # source checkout / editable install
+    found.append(Path(__file__).resolve().parents[2])  # source checkout / editable install
     try:  # colcon workspace or a ROS install
         from ament_index_python.packages import get_package_share_directory
 

@@ -1,0 +1,173 @@
+"""The batched torch solver: the same policy as the compiled kernel, written for a GPU (and for
+evaluating a network while it trains, where it already lives in torch).
+
+    solver = TorchSolver(arm, net, IKSettings(), device="cuda")
+    result = solver.solve(positions, quaternions)      # (B, 3), (B, 4) x y z w, or None
+    result.q, result.status, result.pos_err, result.rot_err, result.reason   # numpy, BatchResult
+
+Every target is checked by targets.check (the one validation), every setting comes from
+IKSettings, and answers come back as the one result type. The network's candidates are ranked
+by where their tool lands and the closest one is refined (Levenberg-Marquardt in float64 with
+the joints projected onto their limits after each step); targets still unsolved then try
+restart seeds side by side, in rounds that double the seeds per target (the same mix as the
+kernel's: the best answer with its stuck joints and a random half redrawn, and uniformly
+random joints), up to ``restarts`` seeds in all. ``iterations=0`` is the network alone.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..arm.kinematics import Kinematics
+from ..arm.rotations import quaternion_to_matrix, rotation_angle, rotation_error_vector
+from ..network import pick_closest
+from . import targets
+from .settings import IKSettings
+from .targets import BatchResult, closest_reached
+
+
+class TorchSolver:
+    def __init__(self, arm, net=None, settings: IKSettings | None = None, *, device: str = "cpu"):
+        self.arm = arm
+        self.settings = s = settings or IKSettings()
+        self.device = torch.device(device)
+        self.net = net.to(self.device).eval() if net is not None else None
+        self.kin = Kinematics(arm, torch.float64, self.device)
+        keep = torch.tensor(~arm.continuous, device=self.device) * float(s.margin)
+        self.kin.lower, self.kin.upper = self.kin.lower + keep, self.kin.upper - keep
+        self.generator = torch.Generator(device=self.device).manual_seed(s.rng_seed)
+        self.origin = arm.joints[0].origin[:3, 3].copy()
+        self.max_reach = s.reach_margin * arm.reach + 0.01
+        self.needs_orientation = net is not None and net.config.mode == "pose"
+
+    # -- the verdict, shared with every other path ---------------------------------------------
+    def check(self, P: np.ndarray, Q: np.ndarray | None) -> np.ndarray:
+        codes = np.zeros(len(P), np.int64)
+        targets.check_all(P, Q if Q is not None else np.zeros((len(P), 4)), Q is not None, self.origin,
+                          self.max_reach, self.settings.quat_tolerance, self.needs_orientation, codes)
+        return codes
+
+    # -- solving --------------------------------------------------------------------------------
+    def solve(self, pos, quat=None, *, current=None) -> BatchResult:
+        """Solve a batch; ``current`` (B, dof): the arm's joints (a tracking network's input)."""
+        P = np.ascontiguousarray(torch.as_tensor(pos).detach().cpu().double().numpy().reshape(-1, 3))
+        Q = None if quat is None else np.ascontiguousarray(
+            torch.as_tensor(quat).detach().cpu().double().numpy().reshape(-1, 4))
+        B, n = len(P), self.arm.dof
+        codes = self.check(P, Q)
+        ok = np.flatnonzero(codes == targets.OK)
+        q_all = np.full((B, n), math.nan)
+        pe_all, re_all = np.full(B, math.nan), np.full(B, math.nan)
+        if len(ok):
+            t = dict(dtype=torch.float64, device=self.device)
+            p = torch.as_tensor(P[ok], **t)
+            R = None if Q is None else quaternion_to_matrix(torch.as_tensor(Q[ok], **t))
+            cur = None if current is None else torch.as_tensor(np.asarray(current)[ok], **t)
+            q = self.kin.clamp(self.seed(p, R, cur))
+            if self.settings.refines:
+                q = self.refine(q, p, R, self.settings.iterations)
+                q = self._restart(q, p, R)
+            pe, re = self.errors(q, p, R)
+            q_all[ok], pe_all[ok], re_all[ok] = q.cpu().numpy(), pe.cpu().numpy(), re.cpu().numpy()
+        solved = (pe_all <= self.settings.pos_tol) & (re_all <= self.settings.rot_tol)
+        status = np.where(codes != targets.OK, 2, np.where(solved, 0, 1)).astype(np.int8)
+        reasons = [""] * B
+        for i in np.flatnonzero(status != 0):
+            reasons[i] = (closest_reached(pe_all[i], re_all[i]) if status[i] == 1 else
+                          targets.reason(int(codes[i]), P[i], None if Q is None else Q[i],
+                                         reach=self.arm.reach, origin=self.origin, arm_name=self.arm.name))
+        return BatchResult(q_all, status, pe_all, re_all, reasons)
+
+    def seed(self, p, R, current=None) -> torch.Tensor:
+        """The network's closest candidate (mid-range without a network), float64."""
+        if self.net is None:
+            return torch.as_tensor(self.arm.mid_range, dtype=torch.float64,
+                                   device=self.device).expand(len(p), -1).clone()
+        with torch.no_grad():
+            rot = R.float() if self.net.config.mode == "pose" else None
+            cands = self.net.candidates(p.float(), rot, None if current is None else current.float())
+        return pick_closest(self.kin, self.kin.clamp(cands.double()), p, R)
+
+    def errors(self, q, p, R):
+        p_q, R_q = self.kin.forward(q)
+        pe = torch.linalg.norm(p_q - p, dim=-1)
+        re = rotation_angle(R_q, R) if R is not None else torch.zeros_like(pe)
+        return pe, re
+
+    def _unsolved(self, pe, re):
+        return (pe > self.settings.pos_tol) | (re > self.settings.rot_tol)
+
+    def _linearise(self, q, p, R):
+        """Residual (target - reached, rotation times rot_weight) and its Jacobian at ``q``."""
+        w = self.settings.rot_weight
+        p_q, R_q, J = self.kin.jacobian(q)
+        e = p - p_q
+        if R is None:
+            return e, J[:, :3]
+        e = torch.cat([e, w * rotation_error_vector(R_q, R)], dim=-1)
+        return e, torch.cat([J[:, :3], w * J[:, 3:]], dim=1)
+
+    def refine(self, q: torch.Tensor, p, R, iterations: int) -> torch.Tensor:
+        """Levenberg-Marquardt with per-target damping, projected onto the joint limits; the same
+        schedule as kernel.refine. Targets far inside the tolerance stop iterating."""
+        q = q.clone()
+        e, J = self._linearise(q, p, R)
+        cost = (e * e).sum(-1)
+        lam = torch.full_like(cost, 1e-3)
+        eye = torch.eye(self.arm.dof, dtype=q.dtype, device=q.device)
+        stop = (self.settings.stop_fraction * self.settings.pos_tol) ** 2
+        active = torch.arange(q.shape[0], device=q.device)
+        for _ in range(iterations):
+            active = active[(cost[active] > stop) & (lam[active] < 1e3)]
+            if len(active) == 0:
+                break
+            Ja, ea = J[active], e[active]
+            JT = Ja.transpose(1, 2)
+            step = torch.linalg.solve(JT @ Ja + lam[active, None, None] * eye, JT @ ea.unsqueeze(-1)).squeeze(-1)
+            q_new = self.kin.clamp(q[active] + step)
+            e_new, J_new = self._linearise(q_new, p[active], None if R is None else R[active])
+            c_new = (e_new * e_new).sum(-1)
+            better = c_new < cost[active]
+            acc, rej = active[better], active[~better]
+            q[acc], e[acc], J[acc], cost[acc] = q_new[better], e_new[better], J_new[better], c_new[better]
+            lam[acc] = (lam[acc] / 3).clamp_min(1e-9)
+            lam[rej] = (lam[rej] * 4).clamp_max(1e4)
+        return q
+
+    def _restart_seeds(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        """Seed ``k`` of each row: even k partial (stuck joints and a random half redrawn), odd k
+        uniformly random, as kernel.restart_seed."""
+        lo = torch.where(self.kin.continuous, -math.pi, self.kin.lower)
+        hi = torch.where(self.kin.continuous, math.pi, self.kin.upper)
+        fresh = lo + torch.rand(q.shape, generator=self.generator, device=q.device, dtype=q.dtype) * (hi - lo)
+        stuck = ((q - lo).abs() < 1e-9) | ((q - hi).abs() < 1e-9)
+        coin = torch.rand(q.shape, generator=self.generator, device=q.device, dtype=q.dtype) < 0.5
+        partial = torch.where(stuck | coin, fresh, q)
+        return torch.where((k % 2 == 0)[:, None], partial, fresh)
+
+    def _restart(self, q, p, R):
+        """Unsolved targets try restart seeds side by side; each keeps its best answer."""
+        s = self.settings
+        pe, re = self.errors(q, p, R)
+        best = s.score(pe, re)
+        used, per_round = 0, 4
+        while used < s.restarts:
+            todo = torch.nonzero(self._unsolved(pe, re)).flatten()
+            if len(todo) == 0:
+                break
+            count = min(per_round, s.restarts - used)
+            rows = todo.repeat_interleave(count)
+            k = torch.arange(count, device=q.device).repeat(len(todo)) + used
+            Rt = R[rows] if R is not None else None
+            q_try = self.refine(self._restart_seeds(q[rows], k), p[rows], Rt, s.restart_iterations)
+            pe_t, re_t = self.errors(q_try, p[rows], Rt)
+            score = s.score(pe_t, re_t).reshape(len(todo), count)
+            pick = score.argmin(dim=1)
+            win = score[torch.arange(len(todo)), pick] < best[todo]
+            choice = torch.arange(len(todo), device=q.device) * count + pick
+            w, c = todo[win], choice[win]
+            q[w], pe[w], re[w], best[w] = q_try[c], pe_t[c], re_t[c], score.min(dim=1).values[win]
+            used, per_round = used + count, per_round * 2
+        return q

@@ -1,0 +1,367 @@
+"""The compiled IK kernel (numba): forward kinematics, the geometric Jacobian, limit-aware
+Levenberg-Marquardt with restarts and the network's forward pass, for one target or for a batch
+in parallel over all cores, float64 throughout.
+
+Data crosses into the kernel as a few flat arrays built once per solver (``pack_chain``,
+``pack_cfg`` here, ``seeds.pack_network``):
+
+- ``chain`` (dof + 1, ROW): a row per movable joint (origin rotation A, then A K and A K^2 for the
+  Rodrigues form of the joint's motion, origin translation, axis, A axis, type, limits less the
+  margin) and a last row for the tip offset;
+- ``cfg``: the settings (settings.py) and the reach check;
+- the network: weights and biases (each layer (out, in) as torch stores it), the layer
+  sizes, and ``nmeta`` (its input scaling, the first joint's frame, its limits).
+
+The solving policy, the one every path shares: a target is checked (targets.check); a warm start
+within ``warm_radius`` (the last answer, or the arm's joints) is refined first; then the
+network's seed, then the other warm starts (or mid-range without either); then up to ``restarts``
+seeds, alternately the best answer so far with its joints stuck at a limit and a random half of
+the others redrawn (the arm kept, another wrist branch tried) and a uniformly random one. The
+first answer within tolerance wins; otherwise the closest one is the best effort.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import get_num_threads, njit, prange
+
+from . import targets
+from .seeds import NM_POSE
+
+# chain row layout
+A_, B_, C_, P_, K_, AK_, TYPE, LO, HI, ROW = 0, 9, 18, 27, 30, 33, 36, 37, 38, 40
+REVOLUTE, CONTINUOUS, PRISMATIC = 0.0, 1.0, 2.0
+# cfg layout
+(POS_TOL, ROT_TOL, ROT_W, ITERS, RESTARTS, RESTART_ITERS, WARM, STOP, OX, OY, OZ, REACH, QTOL,
+ NEEDS_ROT, USE_NET, CFG) = range(16)
+TWO_PI = 2.0 * math.pi
+
+
+def _skew(k):
+    return np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]], dtype=float)
+
+
+def pack_chain(arm, margin: float = 0.0) -> np.ndarray:
+    """The arm as the kernel reads it; limited joints keep ``margin`` from their limits."""
+    chain = np.zeros((arm.dof + 1, ROW))
+    for i, j in enumerate(arm.joints):
+        R, K = j.origin[:3, :3], _skew(j.axis)
+        moving = j.type != "prismatic"
+        chain[i, A_:A_ + 9] = R.ravel()
+        chain[i, B_:B_ + 9] = (R @ K).ravel() if moving else 0.0
+        chain[i, C_:C_ + 9] = (R @ K @ K).ravel() if moving else 0.0
+        chain[i, P_:P_ + 3] = j.origin[:3, 3]
+        chain[i, K_:K_ + 3] = j.axis
+        chain[i, AK_:AK_ + 3] = R @ j.axis
+        chain[i, TYPE] = {"revolute": REVOLUTE, "continuous": CONTINUOUS, "prismatic": PRISMATIC}[j.type]
+        keep = 0.0 if j.type == "continuous" else margin
+        chain[i, LO], chain[i, HI] = j.lower + keep, j.upper - keep
+        if chain[i, LO] > chain[i, HI]:
+            raise ValueError(f"margin {margin} leaves joint '{j.name}' no room inside its limits")
+    chain[-1, A_:A_ + 9] = arm.tip_offset[:3, :3].ravel()
+    chain[-1, P_:P_ + 3] = arm.tip_offset[:3, 3]
+    return chain
+
+
+def pack_cfg(settings, arm, needs_orientation: bool, use_network: bool) -> np.ndarray:
+    cfg = np.zeros(CFG)
+    s = settings
+    cfg[[POS_TOL, ROT_TOL, ROT_W, ITERS, RESTARTS, RESTART_ITERS, WARM]] = (
+        s.pos_tol, s.rot_tol, s.rot_weight, s.iterations, s.restarts, s.restart_iterations, s.warm_radius)
+    cfg[STOP] = (s.stop_fraction * s.pos_tol) ** 2
+    cfg[OX:OZ + 1] = arm.joints[0].origin[:3, 3]
+    cfg[REACH] = s.reach_margin * arm.reach + 0.01
+    cfg[QTOL] = s.quat_tolerance
+    cfg[NEEDS_ROT] = needs_orientation
+    cfg[USE_NET] = use_network
+    return cfg
+
+
+HEADER = 8  # model buffer: n, layers, width, the offsets of chain, cfg, meta, sizes; heads
+
+
+def pack_model(arm, settings, network=None) -> np.ndarray:
+    """Everything constant about a solver in one float64 buffer (one argument to the kernel):
+    the chain, the settings, the network's meta layout and its layer sizes."""
+    from .seeds import empty_network
+
+    net = network if network is not None else empty_network(arm.dof)
+    parts = [pack_chain(arm, settings.margin).ravel(),
+             pack_cfg(settings, arm, needs_orientation=network is not None and net.meta[NM_POSE] > 0,
+                      use_network=network is not None),
+             net.meta, net.sizes.astype(float)]
+    offsets = np.cumsum([HEADER] + [len(p) for p in parts])
+    header = [arm.dof, len(net.sizes) - 1, net.width, *offsets[:4], net.heads]
+    return np.concatenate([np.array(header, float)] + parts)
+
+
+@njit(cache=True)
+def parts(model):
+    """(chain, cfg, meta, sizes) views of a model buffer."""
+    n, o = int(model[0]), model[3:7]
+    chain = model[int(o[0]):int(o[1])].reshape((n + 1, ROW))
+    return chain, model[int(o[1]):int(o[2])], model[int(o[2]):int(o[3])], model[int(o[3]):]
+
+
+# -- kinematics ------------------------------------------------------------------------------------
+@njit(cache=True)
+def fk(chain, q, p, R, J, work, want_jac):
+    """Tip position ``p`` (3,) and rotation ``R`` (3, 3) for joints ``q``; with ``want_jac`` also
+    the geometric Jacobian ``J`` (6, dof; rows vx vy vz wx wy wz). ``work`` (dof, 6) is scratch."""
+    n = q.shape[0]
+    r0, r1, r2, r3, r4, r5, r6, r7, r8 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+    x, y, z = 0.0, 0.0, 0.0
+    for j in range(n):
+        px, py, pz = chain[j, P_], chain[j, P_ + 1], chain[j, P_ + 2]
+        x += r0 * px + r1 * py + r2 * pz
+        y += r3 * px + r4 * py + r5 * pz
+        z += r6 * px + r7 * py + r8 * pz
+        ax, ay, az = chain[j, AK_], chain[j, AK_ + 1], chain[j, AK_ + 2]
+        zx, zy, zz = r0 * ax + r1 * ay + r2 * az, r3 * ax + r4 * ay + r5 * az, r6 * ax + r7 * ay + r8 * az
+        if want_jac:
+            work[j, 0], work[j, 1], work[j, 2] = x, y, z
+            work[j, 3], work[j, 4], work[j, 5] = zx, zy, zz
+        if chain[j, TYPE] == PRISMATIC:
+            m0, m1, m2 = chain[j, A_], chain[j, A_ + 1], chain[j, A_ + 2]
+            m3, m4, m5 = chain[j, A_ + 3], chain[j, A_ + 4], chain[j, A_ + 5]
+            m6, m7, m8 = chain[j, A_ + 6], chain[j, A_ + 7], chain[j, A_ + 8]
+            x += zx * q[j]
+            y += zy * q[j]
+            z += zz * q[j]
+        else:
+            s, c1 = math.sin(q[j]), 1.0 - math.cos(q[j])
+            m0 = chain[j, A_] + s * chain[j, B_] + c1 * chain[j, C_]
+            m1 = chain[j, A_ + 1] + s * chain[j, B_ + 1] + c1 * chain[j, C_ + 1]
+            m2 = chain[j, A_ + 2] + s * chain[j, B_ + 2] + c1 * chain[j, C_ + 2]
+            m3 = chain[j, A_ + 3] + s * chain[j, B_ + 3] + c1 * chain[j, C_ + 3]
+            m4 = chain[j, A_ + 4] + s * chain[j, B_ + 4] + c1 * chain[j, C_ + 4]
+            m5 = chain[j, A_ + 5] + s * chain[j, B_ + 5] + c1 * chain[j, C_ + 5]
+            m6 = chain[j, A_ + 6] + s * chain[j, B_ + 6] + c1 * chain[j, C_ + 6]
+            m7 = chain[j, A_ + 7] + s * chain[j, B_ + 7] + c1 * chain[j, C_ + 7]
+            m8 = chain[j, A_ + 8] + s * chain[j, B_ + 8] + c1 * chain[j, C_ + 8]
+        r0, r1, r2, r3, r4, r5, r6, r7, r8 = (
+            r0 * m0 + r1 * m3 + r2 * m6, r0 * m1 + r1 * m4 + r2 * m7, r0 * m2 + r1 * m5 + r2 * m8,
+            r3 * m0 + r4 * m3 + r5 * m6, r3 * m1 + r4 * m4 + r5 * m7, r3 * m2 + r4 * m5 + r5 * m8,
+            r6 * m0 + r7 * m3 + r8 * m6, r6 * m1 + r7 * m4 + r8 * m7, r6 * m2 + r7 * m5 + r8 * m8)
+    t = chain[n]
+    p[0] = x + r0 * t[P_] + r1 * t[P_ + 1] + r2 * t[P_ + 2]
+    p[1] = y + r3 * t[P_] + r4 * t[P_ + 1] + r5 * t[P_ + 2]
+    p[2] = z + r6 * t[P_] + r7 * t[P_ + 1] + r8 * t[P_ + 2]
+    for a in range(3):
+        R[0, a] = r0 * t[A_ + a] + r1 * t[A_ + 3 + a] + r2 * t[A_ + 6 + a]
+        R[1, a] = r3 * t[A_ + a] + r4 * t[A_ + 3 + a] + r5 * t[A_ + 6 + a]
+        R[2, a] = r6 * t[A_ + a] + r7 * t[A_ + 3 + a] + r8 * t[A_ + 6 + a]
+    if want_jac:
+        for j in range(n):
+            zx, zy, zz = work[j, 3], work[j, 4], work[j, 5]
+            if chain[j, TYPE] == PRISMATIC:
+                J[0, j], J[1, j], J[2, j] = zx, zy, zz
+                J[3, j], J[4, j], J[5, j] = 0.0, 0.0, 0.0
+            else:
+                dx, dy, dz = p[0] - work[j, 0], p[1] - work[j, 1], p[2] - work[j, 2]
+                J[0, j], J[1, j], J[2, j] = zy * dz - zz * dy, zz * dx - zx * dz, zx * dy - zy * dx
+                J[3, j], J[4, j], J[5, j] = zx, zy, zz
+
+
+@njit(cache=True)
+def rotation_error(R, Rt, e, at):
+    """Axis * angle turning ``R`` onto ``Rt`` (base frame) into ``e[at:at+3]``; returns the angle.
+    The compiled twin of rotations.rotation_error_vector."""
+    # E = Rt R^T, entry by entry (no allocation: this runs every iteration)
+    e00 = Rt[0, 0] * R[0, 0] + Rt[0, 1] * R[0, 1] + Rt[0, 2] * R[0, 2]
+    e11 = Rt[1, 0] * R[1, 0] + Rt[1, 1] * R[1, 1] + Rt[1, 2] * R[1, 2]
+    e22 = Rt[2, 0] * R[2, 0] + Rt[2, 1] * R[2, 1] + Rt[2, 2] * R[2, 2]
+    e01 = Rt[0, 0] * R[1, 0] + Rt[0, 1] * R[1, 1] + Rt[0, 2] * R[1, 2]
+    e10 = Rt[1, 0] * R[0, 0] + Rt[1, 1] * R[0, 1] + Rt[1, 2] * R[0, 2]
+    e02 = Rt[0, 0] * R[2, 0] + Rt[0, 1] * R[2, 1] + Rt[0, 2] * R[2, 2]
+    e20 = Rt[2, 0] * R[0, 0] + Rt[2, 1] * R[0, 1] + Rt[2, 2] * R[0, 2]
+    e12 = Rt[1, 0] * R[2, 0] + Rt[1, 1] * R[2, 1] + Rt[1, 2] * R[2, 2]
+    e21 = Rt[2, 0] * R[1, 0] + Rt[2, 1] * R[1, 1] + Rt[2, 2] * R[1, 2]
+    vx, vy, vz = e21 - e12, e02 - e20, e10 - e01
+    sin2 = math.sqrt(vx * vx + vy * vy + vz * vz)
+    cos = (e00 + e11 + e22 - 1.0) / 2.0
+    angle = math.atan2(sin2 / 2.0, cos)
+    if cos >= -0.99:
+        scale = angle / sin2 if sin2 > 1e-9 else 0.5
+        e[at], e[at + 1], e[at + 2] = vx * scale, vy * scale, vz * scale
+        return angle
+    # near pi: the axis from the symmetric part (the column of the largest diagonal entry),
+    # its sign from the antisymmetric part
+    if e00 >= e11 and e00 >= e22:
+        ax, ay, az = e00 - cos, (e10 + e01) / 2.0, (e20 + e02) / 2.0
+    elif e11 >= e22:
+        ax, ay, az = (e01 + e10) / 2.0, e11 - cos, (e21 + e12) / 2.0
+    else:
+        ax, ay, az = (e02 + e20) / 2.0, (e12 + e21) / 2.0, e22 - cos
+    norm = max(math.sqrt(ax * ax + ay * ay + az * az), 1e-12)
+    sign = -1.0 if ax * vx + ay * vy + az * vz < 0 else 1.0
+    f = sign * angle / norm
+    e[at], e[at + 1], e[at + 2] = ax * f, ay * f, az * f
+    return angle
+
+
+@njit(cache=True)
+def quat_to_matrix(quat, R):
+    """A quaternion (x y z w, normalised here) into ``R``; the compiled twin of
+    rotations.quaternion_to_matrix."""
+    norm = math.sqrt(quat[0] ** 2 + quat[1] ** 2 + quat[2] ** 2 + quat[3] ** 2)
+    x, y, z, w = quat[0] / norm, quat[1] / norm, quat[2] / norm, quat[3] / norm
+    R[0, 0], R[0, 1], R[0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
+    R[1, 0], R[1, 1], R[1, 2] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
+    R[2, 0], R[2, 1], R[2, 2] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
+
+
+# -- scratch: one buffer per thread, seen through views --------------------------------------------
+def scratch_size(n: int, heads: int = 1, width: int = 1) -> int:
+    return 4 * n + 12 + 12 * n + n * n + 12 + 6 * n + 9 + heads * n + heads + 2 * width + 1
+
+
+@njit(cache=True)
+def views(scratch, n, heads, width):
+    """Views of the scratch buffers for one solve: q_new, best, step, rhs (n); e, e_new (6);
+    J, J_new (6, n); H (n, n); p (3); R (3, 3); work (n, 6); Rt (3, 3); h1, h2 (width, the network);
+    the random state (1, uint64); the network's candidates (heads, n) and their scores (heads)."""
+    o = 0
+    q_new, best, step, rhs = scratch[o:o + n], scratch[o + n:o + 2 * n], scratch[o + 2 * n:o + 3 * n], \
+        scratch[o + 3 * n:o + 4 * n]
+    o += 4 * n
+    e, e_new = scratch[o:o + 6], scratch[o + 6:o + 12]
+    o += 12
+    J, J_new = scratch[o:o + 6 * n].reshape((6, n)), scratch[o + 6 * n:o + 12 * n].reshape((6, n))
+    o += 12 * n
+    H = scratch[o:o + n * n].reshape((n, n))
+    o += n * n
+    p, R = scratch[o:o + 3], scratch[o + 3:o + 12].reshape((3, 3))
+    o += 12
+    work = scratch[o:o + 6 * n].reshape((n, 6))
+    o += 6 * n
+    Rt = scratch[o:o + 9].reshape((3, 3))
+    o += 9
+    netq = scratch[o:o + heads * n].reshape((heads, n))
+    o += heads * n
+    scores = scratch[o:o + heads]
+    o += heads
+    h1, h2 = scratch[o:o + width], scratch[o + width:o + 2 * width]
+    o += 2 * width
+    state = scratch[o:o + 1].view(np.uint64)
+    return (q_new, best, step, rhs, e, e_new, J, J_new, H, p, R, work, Rt, h1, h2, state, netq, scores)
+
+
+@njit(cache=True)
+def residual(chain, cfg, q, pt, Rt, has_rot, e, J, ws, want_jac):
+    """Weighted pose residual ``e`` (target - reached; rows 3..5 the rotation times rot_weight)
+    and, with ``want_jac``, its Jacobian. Returns (cost, position error, rotation error)."""
+    p, R, work = ws[9], ws[10], ws[11]
+    fk(chain, q, p, R, J, work, want_jac)
+    e[0], e[1], e[2] = pt[0] - p[0], pt[1] - p[1], pt[2] - p[2]
+    pe = math.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2])
+    if not has_rot:
+        return pe * pe, pe, 0.0
+    w = cfg[ROT_W]
+    re = rotation_error(R, Rt, e, 3)
+    for i in range(3, 6):
+        e[i] *= w
+        if want_jac:
+            for j in range(q.shape[0]):
+                J[i, j] *= w
+    return pe * pe + (w * re) ** 2, pe, re
+
+
+@njit(cache=True)
+def clamp(chain, q):
+    """Limited joints into their limits (less the margin), continuous ones wrapped to [-pi, pi)."""
+    for j in range(q.shape[0]):
+        if chain[j, TYPE] == CONTINUOUS:
+            q[j] = (q[j] + math.pi) % TWO_PI - math.pi
+        else:
+            q[j] = min(max(q[j], chain[j, LO]), chain[j, HI])
+
+
+@njit(cache=True)
+def refine(chain, cfg, q, pt, Rt, has_rot, iterations, ws):
+    """Levenberg-Marquardt from ``q`` (changed in place), projected onto the limits after each
+    step. Each trial point is linearised once: an accepted step's Jacobian is the next one's.
+    Stops when the error is far inside the tolerance, or when no step helps any more.
+    Returns (position error, rotation error) at the final ``q`` and the iterations used."""
+    n = q.shape[0]
+    q_new, step, rhs, e, e_new, J, J_new, H = ws[0], ws[2], ws[3], ws[4], ws[5], ws[6], ws[7], ws[8]
+    m = 6 if has_rot else 3
+    clamp(chain, q)
+    cost, pe, re = residual(chain, cfg, q, pt, Rt, has_rot, e, J, ws, True)
+    lam = 1e-3
+    used = 0
+    for _ in range(iterations):
+        if cost <= cfg[STOP] or lam >= 1e3:
+            break
+        used += 1
+        for a in range(n):  # normal equations (J^T J + lam I) step = J^T e
+            acc = 0.0
+            for r in range(m):
+                acc += J[r, a] * e[r]
+            rhs[a] = acc
+            for b in range(a + 1):
+                acc = 0.0
+                for r in range(m):
+                    acc += J[r, a] * J[r, b]
+                H[a, b] = acc
+            H[a, a] += lam
+        for a in range(n):  # Cholesky in place (lower triangle), then two triangular solves
+            for b in range(a + 1):
+                acc = H[a, b]
+                for k in range(b):
+                    acc -= H[a, k] * H[b, k]
+                if a == b:
+                    H[a, a] = math.sqrt(max(acc, 1e-300))
+                else:
+                    H[a, b] = acc / H[b, b]
+        for a in range(n):
+            acc = rhs[a]
+            for k in range(a):
+                acc -= H[a, k] * step[k]
+            step[a] = acc / H[a, a]
+        for a in range(n - 1, -1, -1):
+            acc = step[a]
+            for k in range(a + 1, n):
+                acc -= H[k, a] * step[k]
+            step[a] = acc / H[a, a]
+        for a in range(n):
+            q_new[a] = q[a] + step[a]
+        clamp(chain, q_new)
+        c_new, pe_new, re_new = residual(chain, cfg, q_new, pt, Rt, has_rot, e_new, J_new, ws, True)
+        if c_new < cost:
+            cost, pe, re = c_new, pe_new, re_new
+            q[:] = q_new
+            e[:] = e_new
+            J[:, :] = J_new
+            lam = max(lam / 3.0, 1e-9)
+        else:
+            lam = min(lam * 4.0, 1e4)
+    return pe, re, used
+
+
+# -- random numbers (splitmix64: reproducible, one state per target) -------------------------------
+@njit(cache=True)
+def _uniform(state):
+    state[0] += np.uint64(0x9E3779B97F4A7C15)
+    z = state[0]
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def restart_seed(chain, best, partial, out, state):
+    """Uniformly random joints, or (``partial``) ``best`` with its joints stuck at a limit and a
+    random half of the others drawn anew."""
+    for j in range(out.shape[0]):
+        lo, hi = chain[j, LO], chain[j, HI]
+        if chain[j, TYPE] == CONTINUOUS:
+            lo, hi = -math.pi, math.pi
+        fresh = lo + _uniform(state) * (hi - lo)
+        if not partial:
+            out[j] = fresh
+            continue
+        stuck = abs(best[j] - lo) < 1e-9 or abs(best[j] - hi) < 1e-9
+        out[j] = fresh if stuck or _uniform(state) < 0.5 else best[j]

@@ -1,0 +1,176 @@
+"""The one solving policy, compiled: which seeds are refined, in which order, until when.
+
+For each target: the verdict of targets.check (a rejected target is not solved at all); with
+``iterations = 0`` the seed alone (the network's joints, else the first warm start, else
+mid-range), projected into the limits and judged; otherwise, first answer within tolerance wins:
+
+1. a warm start (the last answer, or the arm's joints) that is already within ``warm_radius``:
+   tracking, where the arm is the best guess;
+2. the network's candidates (one per head), the one whose tool lands closest first;
+3. the other warm starts; without network and warm starts, mid-range;
+4. up to ``restarts`` seeds, alternately the best answer so far with its joints stuck at a limit
+   and a random half of the others drawn anew (the arm kept, another wrist branch tried), and
+   uniformly random joints.
+
+When none is within tolerance the closest one is the best effort.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from . import targets
+from .kernel import (CONTINUOUS, HI, ITERS, LO, OX, OZ, POS_TOL, QTOL, REACH, RESTART_ITERS, RESTARTS,
+                     ROT_TOL, ROT_W, TYPE, USE_NET, WARM, NEEDS_ROT, clamp, fk, parts, quat_to_matrix,
+                     refine, residual, restart_seed, views)
+from .seeds import net_forward
+
+
+@njit(cache=True)
+def _mid_range(chain, q):
+    for j in range(q.shape[0]):
+        q[j] = 0.0 if chain[j, TYPE] == CONTINUOUS else (chain[j, LO] + chain[j, HI]) / 2
+
+
+@njit(cache=True)
+def _next_best(scores):
+    """The index of the lowest score, which is then used up (set to infinity)."""
+    k = 0
+    for h in range(1, scores.shape[0]):
+        if scores[h] < scores[k]:
+            k = h
+    scores[k] = np.inf
+    return k
+
+
+@njit(cache=True)
+def _candidates(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws):
+    """The network's candidates into ws[16], ranked by where their tool lands (ws[17] scores)."""
+    chain, cfg, meta, sizes = parts(model)
+    netq, scores = ws[16], ws[17]
+    if has_seed:
+        netq[:, :] = seed
+    else:
+        net_forward(netw, sizes, meta, pt, Rt, cur, has_cur, netq, ws[13], ws[14])
+    for h in range(netq.shape[0]):
+        q[:] = netq[h]
+        clamp(chain, q)
+        _, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, False)
+        scores[h] = pe + cfg[ROT_W] * re
+
+
+@njit(cache=True)
+def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_seed, q, ws):
+    """Solve one target into ``q``; returns (status, why, position error, rotation error,
+    LM iterations).
+
+    ``warm`` (S, dof): warm starts, the freshest first; ``cur``: the arm's joints (a tracking
+    network's input); ``seed`` (heads, dof): the network's candidates when computed outside the
+    kernel (``has_seed``), else the compiled network runs here, and only when it is needed.
+    Status 0 solved, 1 best effort, 2 rejected; ``why`` is a targets code."""
+    chain, cfg, meta, sizes = parts(model)
+    code = targets.check(pt, quat, has_quat, cfg[OX:OZ + 1], cfg[REACH], cfg[QTOL], cfg[NEEDS_ROT] > 0)
+    if code != targets.OK:
+        q[:] = np.nan
+        return 2, code, np.nan, np.nan, 0
+    best, Rt, netq, scores = ws[1], ws[12], ws[16], ws[17]
+    if has_quat:
+        quat_to_matrix(quat, Rt)
+    w, pos_tol, rot_tol, iters = cfg[ROT_W], cfg[POS_TOL], cfg[ROT_TOL], int(cfg[ITERS])
+    heads, n_warm = netq.shape[0], warm.shape[0]
+    have_net = has_seed or (cfg[USE_NET] > 0 and sizes.shape[0] > 1)
+    if iters == 0:  # the seed alone: projected into the limits, never refined
+        if have_net:
+            _candidates(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws)
+            q[:] = netq[_next_best(scores)]
+        elif n_warm > 0:
+            q[:] = warm[0]
+        else:
+            _mid_range(chain, q)
+        clamp(chain, q)
+        _, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, False)
+        if pe <= pos_tol and re <= rot_tol:
+            return 0, targets.OK, pe, re, 0
+        return 1, targets.NOT_FOUND, pe, re, 0
+    best_score, bpe, bre, total = np.inf, np.nan, np.nan, 0
+    first_warm, restarts = 0, int(cfg[RESTARTS])
+    net_end = 1 + (heads if have_net else 0)
+    for attempt in range(net_end + 1 + n_warm + restarts):
+        if attempt == 0:  # 1. tracking: a warm start already close to the target
+            if n_warm == 0:
+                continue
+            q[:] = warm[0]
+            clamp(chain, q)
+            _, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, False)
+            if pe + w * re >= cfg[WARM]:
+                continue
+            first_warm = 1
+            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws)
+        elif attempt < net_end:  # 2. the network's candidates, closest first
+            if attempt == 1:
+                _candidates(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws)
+            q[:] = netq[_next_best(scores)]
+            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws)
+        elif attempt == net_end:  # 3. without network or warm start: mid-range
+            if have_net or n_warm > 0:
+                continue
+            _mid_range(chain, q)
+            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws)
+        elif attempt <= net_end + n_warm:  # 3. the other warm starts
+            k = attempt - net_end - 1
+            if k < first_warm:
+                continue
+            q[:] = warm[k]
+            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws)
+        else:  # 4. restarts: alternately partial (from the best so far) and uniformly random
+            k = attempt - net_end - 1 - n_warm
+            restart_seed(chain, best, k % 2 == 0, q, ws[15])
+            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, int(cfg[RESTART_ITERS]), ws)
+        total += used
+        if pe <= pos_tol and re <= rot_tol:
+            return 0, targets.OK, pe, re, total
+        if pe + w * re < best_score:
+            best_score, bpe, bre = pe + w * re, pe, re
+            best[:] = q
+    q[:] = best
+    return 1, targets.NOT_FOUND, bpe, bre, total
+
+
+@njit(cache=True)
+def solve_one(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_seed, scratch, out):
+    """One target for a caller that keeps its scratch buffers (the random state in them moves
+    on from call to call): ``out`` = joints (dof), then status, why, position and rotation error,
+    LM iterations."""
+    n = int(model[0])
+    ws = views(scratch, n, int(model[7]), max(int(model[2]), 1))
+    status, why, pe, re, its = solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed,
+                                            has_seed, out[:n], ws)
+    out[n], out[n + 1], out[n + 2], out[n + 3], out[n + 4] = status, why, pe, re, its
+
+
+@njit(cache=True, parallel=True)
+def solve_batch(model, netw, P, Q, has_quat, warm, cur, has_cur, seeds, has_seed, rng_seed, chunks,
+                scratch_len, q, info):
+    """Every target of a batch, in parallel over ``chunks`` slices; target ``i``'s random numbers
+    come from ``(rng_seed, i)`` alone, so the answers do not depend on the number of threads."""
+    B, n = P.shape[0], q.shape[1]
+    width = max(int(model[2]), 1)
+    for c in prange(chunks):
+        scratch = np.empty(scratch_len)
+        ws = views(scratch, n, int(model[7]), width)
+        for i in range(c * B // chunks, (c + 1) * B // chunks):
+            ws[15][0] = np.uint64(rng_seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(i)
+            status, why, pe, re, its = solve_target(model, netw, P[i], Q[i], has_quat, warm[i], cur[i],
+                                                    has_cur, seeds[i], has_seed, q[i], ws)
+            info[i, 0], info[i, 1], info[i, 2], info[i, 3], info[i, 4] = status, why, pe, re, its
+
+
+@njit(cache=True, parallel=True)
+def forward_batch(model, Q, P, R, chunks):
+    """Tip positions (B, 3) and rotations (B, 3, 3) for joints ``Q`` (B, dof), in parallel."""
+    chain = parts(model)[0]
+    B, n = Q.shape
+    for c in prange(chunks):
+        J, work = np.empty((6, n)), np.empty((n, 6))
+        for i in range(c * B // chunks, (c + 1) * B // chunks):
+            fk(chain, Q[i], P[i], R[i], J, work, False)

@@ -1,0 +1,244 @@
+"""The solver people use: an arm, optionally its network, and the compiled kernel.
+
+    solver = Solver.load("models/niryo_one")              # a model folder or an exported .tar.gz
+    answer = solver.solve([0.25, 0.0, 0.3], [0, 0.7071068, 0, 0.7071068])
+    answer.status, answer.q, answer.pos_err, answer.rot_err, answer.reason
+    batch = solver.solve_batch(positions, quaternions)     # (B, 3), (B, 4): all cores
+    solver = Solver(ArmModel.load("niryo_one"))           # an arm without a network
+
+One target costs one compiled call (the network included, with the ``compiled`` backend); a batch
+runs the network as float32 matrix products and the refinement in parallel over all cores.
+Nothing here imports torch.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import kernel, policy, seeds
+from .settings import IKSettings
+from .targets import NOT_FOUND, STATUS, Answer, BatchResult, closest_reached, reason
+
+_EMPTY_WARM = np.zeros((0, 0))
+
+
+class Solver:
+    """Inverse kinematics of one arm: settings, a network (or none), the compiled kernel."""
+
+    def __init__(self, arm, network: seeds.NetArrays | None = None, settings: IKSettings | None = None,
+                 *, backend: str = "compiled", onnx_path: str | Path | None = None,
+                 network_config: dict | None = None):
+        if backend not in seeds.BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(seeds.BACKENDS)}")
+        self.arm = arm
+        self.settings = settings or IKSettings()
+        self.network = network
+        self.network_config = network_config or {}
+        self.backend = backend if network is not None else "none"
+        self.mode = self.network_config.get("mode", "position") if network is not None else None
+        self._onnx = None
+        if network is not None and backend == "onnx":
+            from .onnx_layers import OnnxLayers
+
+            self._onnx = OnnxLayers(onnx_path, network)
+        self._build()
+
+    def _build(self) -> None:
+        """The kernel's buffers: the constant model and network, and this solver's scratch."""
+        n = self.arm.dof
+        net = self.network if self.network is not None else seeds.empty_network(n)
+        self._model = kernel.pack_model(self.arm, self.settings, self.network)
+        self._netw = net.flat
+        self.heads = net.heads
+        self._scratch = np.zeros(kernel.scratch_size(n, net.heads, net.width))
+        self._scratch[-1:].view(np.uint64)[0] = self.settings.rng_seed
+        self._quat0 = np.zeros(4)
+        self._outside = self.backend in ("numpy", "onnx")  # the network runs outside the kernel
+        self._solve_one = None
+        self._seed, self._cur = np.zeros((net.heads, n)), np.zeros(n)
+        self._warm = [np.zeros((k, n)) for k in range(3)]
+        self.origin = self.arm.joints[0].origin[:3, 3].copy()
+        self.max_reach = float(self._model[int(self._model[4]) + kernel.REACH])
+
+    # -- construction -------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path, settings: IKSettings | None = None, *, backend: str = "compiled",
+             arm=None) -> "Solver":
+        """A model folder (or an exported ``.tar.gz``), read without torch."""
+        from .. import model_dir
+
+        folder = model_dir.read(path, arm=arm)
+        network = seeds.pack_network(folder.tensors, folder.meta["network"])
+        onnx = folder.path / model_dir.ONNX if backend == "onnx" else None
+        if onnx is not None:
+            model_dir.check_onnx(folder)
+        return cls(folder.arm, network, settings, backend=backend, onnx_path=onnx,
+                   network_config=folder.meta["network"])
+
+    def with_settings(self, **changes) -> "Solver":
+        """The same arm and network with some settings changed."""
+        other = object.__new__(Solver)
+        other.__dict__.update(self.__dict__)
+        other.settings = self.settings.replace(**changes)
+        other._build()
+        return other
+
+    def without_network(self) -> "Solver":
+        return Solver(self.arm, None, self.settings)
+
+    # -- one target ---------------------------------------------------------------------------------
+    def solve(self, position, quaternion=None, *, current=None, last=None) -> Answer:
+        """One target. ``current``: the arm's joints (a warm start, and a tracking network's input);
+        ``last``: the previous answer (the freshest warm start)."""
+        started = time.perf_counter()
+        pt, quat = _vector(position, 3), self._quat0 if quaternion is None else _vector(quaternion, 4)
+        if pt is None or quat is None:
+            raise ValueError(f"a target is a position (3 numbers) and a quaternion (4 numbers, x y z w); "
+                             f"got {position!r} and {quaternion!r}")
+        has_quat = quaternion is not None
+        if last is None and current is None:
+            warm = self._warm[0]
+        else:
+            starts = [s for s in (last, current) if s is not None]
+            warm = self._warm[len(starts)]
+            for k, s in enumerate(starts):
+                warm[k] = s
+        has_cur = current is not None
+        if has_cur:
+            self._cur[:] = current
+        has_seed = self._outside and self._outside_seed(pt, quat if has_quat else None, current)
+        n = self.arm.dof
+        out = np.empty(n + 5)
+        args = (self._model, self._netw, pt, quat, has_quat, warm, self._cur, has_cur, self._seed, has_seed,
+                self._scratch, out)
+        if self._solve_one is None:  # the first call resolves the types; later ones skip that
+            self._solve_one = _compiled_entry(policy.solve_one, args)
+        else:
+            self._solve_one(*args)
+        status, why, pe, re, its = out[n:].tolist()
+        status = int(status)
+        answer = Answer(None if status == 2 else out[:n], STATUS[status], pe, re, "", 0.0, int(its))
+        if status == 2:
+            answer.reason = self._words(int(why), pt, quat if has_quat else None)
+        elif status == 1:
+            answer.reason = closest_reached(pe, re)
+        answer.seconds = time.perf_counter() - started
+        return answer
+
+    def _outside_seed(self, pt, quat, current) -> bool:
+        """The network's seed from the numpy or onnx backend, into ``self._seed``."""
+        if quat is None and self.mode == "pose":
+            return False  # the kernel rejects it with the reason
+        if not (np.all(np.isfinite(pt)) and (quat is None or np.all(np.isfinite(quat)))):
+            return False
+        R = None
+        if quat is not None:
+            norm = np.linalg.norm(quat)
+            if norm == 0:
+                return False
+            from ..arm.rotations import quaternion_to_matrix
+
+            R = quaternion_to_matrix(quat)[None]
+        self._seed[:] = self.network_seeds(pt[None], R, None if current is None else current[None])[0]
+        return True
+
+    # -- many targets -------------------------------------------------------------------------------
+    def solve_batch(self, positions, quaternions=None, *, current=None, warm=None) -> BatchResult:
+        """A batch over all cores. ``current`` (B, dof): the arm's joints per target;
+        ``warm`` (B, S, dof): warm starts per target, the freshest first."""
+        started = time.perf_counter()
+        P = np.ascontiguousarray(np.asarray(positions, dtype=float).reshape(-1, 3))
+        B, n = len(P), self.arm.dof
+        has_quat = quaternions is not None
+        Q = (np.ascontiguousarray(np.asarray(quaternions, dtype=float).reshape(B, 4)) if has_quat
+             else np.zeros((B, 4)))
+        has_cur = current is not None
+        cur = np.ascontiguousarray(np.asarray(current, dtype=float).reshape(B, n)) if has_cur else np.zeros((B, n))
+        W = (np.ascontiguousarray(np.asarray(warm, dtype=float).reshape(B, -1, n)) if warm is not None
+             else np.zeros((B, 0, n)))
+        seeds_, has_seed = np.zeros((B, self.heads, n)), False
+        if self.backend in ("numpy", "onnx") and B > 0:  # the layers outside the kernel
+            ok = _acceptable_for_network(P, Q if has_quat else None)
+            if has_quat or self.mode != "pose":
+                from ..arm.rotations import quaternion_to_matrix
+
+                R = quaternion_to_matrix(np.where(ok[:, None], Q, [0, 0, 0, 1.0])) if has_quat else None
+                seeds_ = np.ascontiguousarray(self.network_seeds(np.where(ok[:, None], P, 0.0), R,
+                                                                 cur if has_cur else None))
+                has_seed = True
+        q, info = np.empty((B, n)), np.empty((B, 5))
+        policy.solve_batch(self._model, self._netw, P, Q, has_quat, W, cur, has_cur, seeds_, has_seed,
+                           self.settings.rng_seed, _chunks(B), kernel.scratch_size(n, self.heads, self.network.width if self.network else 1), q, info)
+        codes = info[:, 0].astype(np.int8)
+        reasons = [""] * B
+        for i in np.flatnonzero(codes != 0):
+            why = int(info[i, 1])
+            reasons[i] = (closest_reached(info[i, 2], info[i, 3]) if why == NOT_FOUND
+                          else self._words(why, P[i], Q[i] if has_quat else None))
+        return BatchResult(q, codes, info[:, 2].copy(), info[:, 3].copy(), reasons,
+                           time.perf_counter() - started, info[:, 4].astype(np.int64))
+
+    def network_seeds(self, P, R=None, current=None) -> np.ndarray:
+        """The network's candidates for a batch (B, heads, dof), before any refinement."""
+        if self.network is None:
+            raise ValueError("this solver has no network")
+        x, psi = seeds.features(self.network, P, R, current)
+        raw = self._onnx.run(x) if self._onnx is not None else seeds.mlp_numpy(self.network, x)
+        return seeds.angles(self.network, raw, psi)
+
+    # -- kinematics -----------------------------------------------------------------------------------
+    def forward(self, q) -> tuple[np.ndarray, np.ndarray]:
+        """Tip positions (B, 3) and rotations (B, 3, 3) for joints (B, dof), compiled."""
+        Q = np.ascontiguousarray(np.asarray(q, dtype=float).reshape(-1, self.arm.dof))
+        P, R = np.empty((len(Q), 3)), np.empty((len(Q), 3, 3))
+        policy.forward_batch(self._model, Q, P, R, _chunks(len(Q)))
+        return P, R
+
+    def _words(self, why, position, quaternion) -> str:
+        return reason(why, position, quaternion, reach=self.arm.reach, origin=self.origin,
+                      arm_name=self.arm.name)
+
+    def __repr__(self) -> str:
+        return f"Solver({self.arm.name!r}, network={self.backend}, {self.settings})"
+
+
+def _vector(value, size: int):
+    """``value`` as a contiguous float64 vector of ``size`` numbers, or None."""
+    if type(value) is not np.ndarray or value.dtype != np.float64 or not value.flags.c_contiguous:
+        try:
+            value = np.ascontiguousarray(value, dtype=float)
+        except (TypeError, ValueError):
+            return None
+    return value if value.shape == (size,) else None
+
+
+def _compiled_entry(dispatcher, args):
+    """Call ``dispatcher`` once, then return its compiled entry point for these argument types:
+    calling that skips the per-call type resolution (about half the call's cost). Every later
+    call passes the same types (float64 C arrays, bools), which the caller guarantees."""
+    from numba import typeof
+
+    dispatcher(*args)
+    signature = tuple(typeof(a) for a in args)
+    result = dispatcher.overloads.get(signature)
+    return dispatcher if result is None else result.entry_point
+
+
+def _chunks(batch: int) -> int:
+    """Slices of a batch for the kernel's threads: several per thread, so none waits long."""
+    from numba import get_num_threads
+
+    return max(1, min(batch, 8 * get_num_threads()))
+
+
+def _acceptable_for_network(P, Q) -> np.ndarray:
+    """Rows whose numbers the network can take (the kernel rejects the others with a reason)."""
+    ok = np.all(np.isfinite(P), axis=1)
+    if Q is not None:
+        ok &= np.all(np.isfinite(Q), axis=1) & (np.linalg.norm(np.nan_to_num(Q), axis=1) > 0)
+    return ok
+
+
+__all__ = ["Solver", "IKSettings", "Answer", "BatchResult"]

@@ -1,0 +1,142 @@
+"""What a target is allowed to be, and what an answer says: one validation, one result type.
+
+Every path (the compiled solver for one target or a batch, the batched torch solver, the
+inference node's safety gate, the CLI) judges a target with :func:`check` (compiled, so the
+compiled solver calls the very same code inside its own loop) and words a refusal with
+:func:`reason`; the same target gets the same verdict everywhere.
+
+A target is rejected when its position is not finite, its orientation is not finite or not a
+unit quaternion (|norm - 1| > ``quat_tolerance``; a quaternion within it is normalised), it lies
+farther from the arm's first joint than the arm can reach (with ``reach_margin``), or a model
+trained on full poses is given a position alone.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+SOLVED, BEST_EFFORT, REJECTED = "solved", "best_effort", "rejected"
+STATUS = (SOLVED, BEST_EFFORT, REJECTED)  # indexed by the kernel's status codes 0, 1, 2
+
+# why: 0 = fine; 1..5 = why a target was rejected; 10 = reached no answer within tolerance
+OK, POSITION_NOT_FINITE, ORIENTATION_NOT_FINITE, NOT_UNIT = 0, 1, 2, 3
+OUT_OF_REACH, NEEDS_ORIENTATION, NOT_FOUND = 4, 5, 10
+
+
+@njit(cache=True)
+def check(p, quat, has_quat, origin, max_reach, quat_tolerance, needs_orientation):
+    """The verdict on one target: 0 when it may be solved, else the code of the first problem."""
+    for i in range(3):
+        if not math.isfinite(p[i]):
+            return POSITION_NOT_FINITE
+    if has_quat:
+        for i in range(4):
+            if not math.isfinite(quat[i]):
+                return ORIENTATION_NOT_FINITE
+        norm = math.sqrt(quat[0] ** 2 + quat[1] ** 2 + quat[2] ** 2 + quat[3] ** 2)
+        if not abs(norm - 1.0) <= quat_tolerance:
+            return NOT_UNIT
+    elif needs_orientation:
+        return NEEDS_ORIENTATION
+    d = math.sqrt((p[0] - origin[0]) ** 2 + (p[1] - origin[1]) ** 2 + (p[2] - origin[2]) ** 2)
+    if d > max_reach:
+        return OUT_OF_REACH
+    return OK
+
+
+@njit(cache=True)
+def check_all(P, Q, has_quat, origin, max_reach, quat_tolerance, needs_orientation, out):
+    for i in range(P.shape[0]):
+        out[i] = check(P[i], Q[i], has_quat, origin, max_reach, quat_tolerance, needs_orientation)
+
+
+def reason(code: int, position=None, quaternion=None, *, reach: float = math.nan,
+           origin=(0.0, 0.0, 0.0), arm_name: str = "the arm") -> str:
+    """The words for a verdict (only ever computed for the few targets that need them)."""
+    if code == OK:
+        return ""
+    p = np.asarray(position, dtype=float) if position is not None else None
+    if code == POSITION_NOT_FINITE:
+        return f"position is not finite: {p.tolist()}"
+    if code == ORIENTATION_NOT_FINITE:
+        return f"orientation is not finite: {np.asarray(quaternion, dtype=float).tolist()}"
+    if code == NOT_UNIT:
+        with np.errstate(over="ignore"):
+            norm = float(np.linalg.norm(np.asarray(quaternion, dtype=float)))
+        return f"orientation quaternion is not unit length (norm {norm:.6g})"
+    if code == OUT_OF_REACH:
+        dist = float(np.linalg.norm(p - np.asarray(origin)))
+        return (f"position is {dist:.3f} m from the arm's first joint; {arm_name} reaches at most "
+                f"{reach:.3f} m")
+    if code == NEEDS_ORIENTATION:
+        return "this model was trained on full poses: give an orientation"
+    return f"unknown verdict {code}"
+
+
+def closest_reached(pos_err: float, rot_err: float) -> str:
+    return f"closest reached: {pos_err * 1000:.2f} mm, {math.degrees(rot_err):.2f} deg"
+
+
+@dataclass
+class Answer:
+    """One target's answer. ``q`` is None when the target was rejected."""
+    q: np.ndarray | None
+    status: str
+    pos_err: float  # m (NaN when rejected)
+    rot_err: float  # rad (0 for a position-only target, NaN when rejected)
+    reason: str = ""  # why it was rejected or not solved; "" when solved
+    seconds: float = math.nan  # time spent solving it
+    iterations: int = 0  # Levenberg-Marquardt iterations spent, restarts included
+
+    @property
+    def solved(self) -> bool:
+        return self.status == SOLVED
+
+
+@dataclass
+class BatchResult:
+    """A batch's answers, numpy throughout. Rejected rows have NaN joints and errors."""
+    q: np.ndarray  # (B, dof)
+    codes: np.ndarray  # (B,) int8: 0 solved, 1 best effort, 2 rejected
+    pos_err: np.ndarray  # (B,)
+    rot_err: np.ndarray  # (B,)
+    reason: list[str]
+    seconds: float = math.nan
+    iterations: np.ndarray | None = None  # (B,) LM iterations per target, restarts included
+
+    @property
+    def status(self) -> list[str]:
+        return [STATUS[c] for c in self.codes]
+
+    @property
+    def solved(self) -> np.ndarray:
+        return self.codes == 0
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, i: int) -> Answer:
+        rejected = self.codes[i] == 2
+        return Answer(None if rejected else self.q[i].copy(), STATUS[self.codes[i]],
+                      float(self.pos_err[i]), float(self.rot_err[i]), self.reason[i])
+
+    def summary(self) -> dict:
+        """Counts and error percentiles (mm, deg); rejected targets are left out of the errors."""
+        ok = self.codes != 2
+        out = {"targets": len(self), "solved": int(np.sum(self.codes == 0)),
+               "best_effort": int(np.sum(self.codes == 1)), "rejected": int(np.sum(~ok))}
+        if ok.any():
+            pe, re = self.pos_err[ok] * 1000, np.degrees(self.rot_err[ok])
+            out.update(pos_mm_median=float(np.median(pe)), pos_mm_p99=float(np.percentile(pe, 99)),
+                       rot_deg_median=float(np.median(re)), rot_deg_p99=float(np.percentile(re, 99)))
+        return out
+
+    @classmethod
+    def concatenate(cls, parts: list["BatchResult"]) -> "BatchResult":
+        its = None if any(p.iterations is None for p in parts) else np.concatenate([p.iterations for p in parts])
+        return cls(np.concatenate([p.q for p in parts]), np.concatenate([p.codes for p in parts]),
+                   np.concatenate([p.pos_err for p in parts]), np.concatenate([p.rot_err for p in parts]),
+                   sum((p.reason for p in parts), []), sum(p.seconds for p in parts), its)

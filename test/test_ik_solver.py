@@ -1,0 +1,124 @@
+"""The IK core's solvers: the network without torch (every backend), the compiled solver for one
+target and for batches, the batched torch solver, and what each setting does."""
+import copy
+
+import numba
+import numpy as np
+import pytest
+import torch
+
+from robot_ik_nn import model_dir
+from robot_ik_nn.arm.rotations import matrix_to_quaternion, wrap_angle
+from robot_ik_nn.evaluate import held_out_targets
+from robot_ik_nn.ik import kernel, seeds
+from robot_ik_nn.ik.batched import TorchSolver
+from robot_ik_nn.ik.settings import IKSettings
+from robot_ik_nn.ik.solver import Solver
+
+
+@pytest.fixture(scope="module")
+def targets(niryo):
+    _, P, R = held_out_targets(niryo, 1000, seed=21)
+    return P, R, matrix_to_quaternion(R)
+
+
+@pytest.fixture(scope="module")
+def with_onnx(niryo_model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("onnx") / "niryo_one"
+    for f in niryo_model.iterdir():
+        if f.is_file():
+            (folder.parent / "niryo_one").mkdir(exist_ok=True)
+            (folder / f.name).write_bytes(f.read_bytes())
+    model_dir.export_onnx(folder)
+    return folder
+
+
+def angle_gap(a, b):
+    return np.abs(wrap_angle(np.asarray(a) - np.asarray(b))).max()
+
+
+def test_every_backend_gives_the_torch_networks_joints(with_onnx, targets):
+    P, R, _ = targets
+    net = model_dir.load(with_onnx).net
+    with torch.no_grad():  # the network's exact function: its float32 weights evaluated in float64
+        exact = copy.deepcopy(net).double().candidates(torch.from_numpy(P), torch.from_numpy(R)).numpy()
+        single = net.candidates(torch.from_numpy(P).float(), torch.from_numpy(R).float()).double().numpy()
+    assert exact.shape == (1000, 2, 6)
+    compiled = Solver.load(with_onnx)
+    chain, cfg, meta, sizes = kernel.parts(compiled._model)
+    out, h1, h2 = np.empty((2, 6)), np.empty(compiled.network.width), np.empty(compiled.network.width)
+    for i in range(1000):
+        seeds.net_forward(compiled._netw, sizes, meta, P[i], R[i], np.zeros(6), False, out, h1, h2)
+        assert angle_gap(out, exact[i]) <= 1e-5
+    for backend in ("numpy", "onnx"):
+        assert angle_gap(Solver.load(with_onnx, backend=backend).network_seeds(P, R), exact) <= 1e-5, backend
+    # torch's own float32 pass is the one that strays (ill-conditioned at wrist singularities)
+    assert angle_gap(single, exact) <= 1e-2
+
+
+def test_refine_iterations_zero_is_the_network_alone(niryo_model, targets):
+    P, R, Q = targets
+    solver = Solver.load(niryo_model, IKSettings(iterations=0, restarts=50))
+    result = solver.solve_batch(P[:200], Q[:200])
+    cands = solver.network_seeds(P[:200], R[:200])  # (B, heads, dof)
+    p, r = solver.forward(cands.reshape(-1, 6))
+    from robot_ik_nn.arm.rotations import rotation_angle
+
+    score = (np.linalg.norm(p - np.repeat(P[:200], 2, 0), axis=1)
+             + 0.1 * rotation_angle(r, np.repeat(R[:200], 2, 0))).reshape(200, 2)
+    closest = cands[np.arange(200), score.argmin(1)]
+    np.testing.assert_allclose(result.q, np.clip(closest, solver.arm.lower, solver.arm.upper), atol=1e-12)
+    assert np.all(result.iterations == 0)
+    one = solver.solve(P[0], Q[0])
+    np.testing.assert_allclose(one.q, result.q[0], atol=1e-12)
+    assert one.iterations == 0
+    refined = Solver.load(niryo_model).solve_batch(P[:200], Q[:200])
+    assert np.median(refined.pos_err) < np.median(result.pos_err) / 100
+
+
+def test_one_target_and_a_batch_agree_and_batches_do_not_depend_on_threads(niryo_model, targets):
+    P, _, Q = targets
+    solver = Solver.load(niryo_model)
+    batch = solver.solve_batch(P[:300], Q[:300])
+    assert batch.solved.mean() >= 0.99
+    numba.set_num_threads(1)
+    try:
+        again = solver.solve_batch(P[:300], Q[:300])
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    np.testing.assert_array_equal(batch.q, again.q)
+    singles = [solver.solve(P[i], Q[i]) for i in range(300)]
+    first_try = [i for i, a in enumerate(singles)  # solved from the network's first candidate
+                 if a.solved and a.iterations <= solver.settings.iterations]
+    assert len(first_try) > 200  # no restarts needed: the same seeds, so the same answers
+    for i in first_try:
+        np.testing.assert_allclose(singles[i].q, batch.q[i], atol=1e-12)
+
+
+def test_tracking_starts_from_the_last_answer(niryo_model, targets):
+    P, _, Q = targets
+    solver = Solver.load(niryo_model)
+    first = solver.solve(P[0], Q[0])
+    q_near = first.q + 0.01
+    p, r = solver.forward(q_near)
+    answer = solver.solve(p[0], matrix_to_quaternion(r[0]), current=first.q, last=first.q)
+    assert answer.solved and answer.iterations <= 4
+    assert np.abs(answer.q - q_near).max() < 1e-3  # stays on the branch it was on
+
+
+def test_the_torch_solver_follows_the_same_settings(niryo_model, targets):
+    P, _, Q = targets
+    loaded = model_dir.load(niryo_model)
+    result = TorchSolver(loaded.arm, loaded.net, IKSettings(restarts=64)).solve(P[:200], Q[:200])
+    assert result.solved.mean() >= 0.99
+    alone = TorchSolver(loaded.arm, loaded.net, IKSettings(iterations=0)).solve(P[:200], Q[:200])
+    compiled = Solver.load(niryo_model, IKSettings(iterations=0)).solve_batch(P[:200], Q[:200])
+    np.testing.assert_allclose(alone.q, compiled.q, atol=1e-4)  # torch float32 network vs float64
+
+
+def test_no_network_and_position_only_targets(slider_arm, niryo):
+    solver = Solver(niryo)
+    _, P, _ = held_out_targets(niryo, 200, seed=5)
+    result = solver.solve_batch(P)
+    assert result.solved.mean() >= 0.99 and np.all(result.rot_err == 0)
+    assert "no network" not in repr(solver) and solver.backend == "none"

@@ -1,0 +1,76 @@
+"""The compiled kernel against the torch kinematics and the rotation module: forward kinematics,
+the Jacobian, the rotation error, and the limit-aware refinement, on revolute, continuous and
+prismatic joints."""
+import numpy as np
+import pytest
+import torch
+
+from robot_ik_nn.arm import rotations as rot
+from robot_ik_nn.arm.kinematics import Kinematics
+from robot_ik_nn.arm.model import ArmModel
+from robot_ik_nn.ik import kernel
+from robot_ik_nn.ik.settings import IKSettings
+from robot_ik_nn.ik.solver import Solver
+
+ARMS = ["niryo_one", "inmoov_right_arm", "franka_panda"]
+
+
+def arm_by_name(name, slider_arm):
+    return slider_arm if name == "slider" else ArmModel.load(name)
+
+
+@pytest.mark.parametrize("name", ARMS + ["slider"])
+def test_forward_kinematics_and_jacobian_match_torch(name, slider_arm):
+    arm = arm_by_name(name, slider_arm)
+    kin = Kinematics(arm, torch.float64)
+    q = kin.sample(1000, torch.Generator().manual_seed(11))
+    q[:, arm.continuous] *= 3  # continuous joints go round more than once
+    pos, R, J = kin.jacobian(q)
+    chain = kernel.pack_chain(arm)
+    p, Rk, Jk, work = np.empty(3), np.empty((3, 3)), np.empty((6, arm.dof)), np.empty((arm.dof, 6))
+    for i in range(0, 1000, 7):
+        kernel.fk(chain, q[i].numpy(), p, Rk, Jk, work, True)
+        np.testing.assert_allclose(p, pos[i].numpy(), atol=1e-12)
+        np.testing.assert_allclose(Rk, R[i].numpy(), atol=1e-12)
+        np.testing.assert_allclose(Jk, J[i].numpy(), atol=1e-12)
+    P, RR = Solver(arm).forward(q.numpy())  # the batched, parallel twin
+    np.testing.assert_allclose(P, pos.numpy(), atol=1e-12)
+    np.testing.assert_allclose(RR, R.numpy(), atol=1e-12)
+
+
+def test_compiled_rotation_formulas_match_the_rotation_module():
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((400, 4))
+    R = rot.quaternion_to_matrix(q)
+    R2 = rot.quaternion_to_matrix(rng.standard_normal((400, 4)))
+    near_pi = R @ rot.quaternion_to_matrix(np.array([0.3, -0.2, 0.9, 1e-5]))
+    out, Rk = np.empty(3), np.empty((3, 3))
+    for i in range(400):
+        kernel.quat_to_matrix(q[i], Rk)
+        np.testing.assert_allclose(Rk, R[i], atol=1e-14)
+        for target in (R2[i], near_pi[i]):
+            angle = kernel.rotation_error(R[i], target, out, 0)
+            np.testing.assert_allclose(out, rot.rotation_error_vector(R[i], target), atol=1e-9)
+            assert abs(angle - rot.rotation_angle(R[i], target)) < 1e-12
+
+
+@pytest.mark.parametrize("name", ARMS + ["slider"])
+def test_refinement_reaches_reachable_targets_and_keeps_the_limits(name, slider_arm):
+    arm = arm_by_name(name, slider_arm)
+    solver = Solver(arm, settings=IKSettings(restarts=100, margin=0.01))
+    rng = np.random.default_rng(2)
+    lo, hi = arm.lower + 0.01 * ~arm.continuous, arm.upper - 0.01 * ~arm.continuous
+    q_true = lo + rng.random((300, arm.dof)) * (hi - lo)
+    P, R = solver.forward(q_true)
+    full_pose = name != "slider"  # three joints cannot reach every orientation: position only
+    result = solver.solve_batch(P, rot.matrix_to_quaternion(R) if full_pose else None)
+    assert result.solved.mean() >= 0.99, result.summary()
+    q = result.q[result.solved]
+    assert np.all(q >= arm.lower + 0.01 * ~arm.continuous - 1e-12)
+    assert np.all(q <= arm.upper - 0.01 * ~arm.continuous + 1e-12)
+    assert np.all(np.abs(q[:, arm.continuous]) <= np.pi)  # continuous joints wrapped, no 2 pi turns
+    # solved really means solved: checked with the torch kinematics, not the kernel's word
+    p, r = Kinematics(arm, torch.float64).forward(torch.from_numpy(q))
+    assert np.linalg.norm(p.numpy() - P[result.solved], axis=1).max() <= 1e-3
+    if full_pose:
+        assert rot.rotation_angle(r.numpy(), R[result.solved]).max() <= 0.01
