@@ -1,6 +1,6 @@
 # robot_ik_nn — two commands on a fresh machine:
 #   make train   a ROS 2 training session for the Niryo One (full pose, CPU, < 5 min), then the eval table
-#   make test    the whole test suite
+#   make test    lint (ruff, line length 99) and the whole test suite
 # Both create .venv when it is missing and install what the package needs.
 
 PYTHON      ?= python3
@@ -14,7 +14,7 @@ STAMP       := $(VENV)/.installed
 ROS_WHEELS  := 'ros-rclpy[fastrtps]' ros-std-msgs ros-sensor-msgs ros-geometry-msgs ros-trajectory-msgs \
                ros-visualization-msgs ros-diagnostic-msgs
 
-.PHONY: install venv test train clean
+.PHONY: install venv test lint train clean
 
 # the venv, rebuilt (not wiped) when setup.py or package.xml change
 install venv: $(STAMP)
@@ -30,11 +30,14 @@ endif
 ifndef ROS_DISTRO
 	$(PIP) install -q $(ROS_WHEELS)
 endif
-	$(PIP) install -q -e '.[test]'
+	$(PIP) install -q -e '.[train,serve,peers,test]'
 	@touch $@
 
-test: $(STAMP)
+test: $(STAMP) lint
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check robot_ik_nn test launch setup.py
 
 train: $(STAMP)
 	$(VENV)/bin/robot-ik-nn launch train

@@ -7,7 +7,8 @@ PACKAGE = "robot_ik_nn"
 setup(
     name=PACKAGE,
     version="0.1.0",
-    description="A neural network learns a robot arm's inverse kinematics by reward and serves it through ROS 2",
+    description="A neural network learns a robot arm's inverse kinematics by reward and serves it "
+    "through ROS 2",
     license="BSD-3-Clause",
     packages=find_packages(exclude=["test", "test.*"]),
     data_files=[
@@ -18,11 +19,25 @@ setup(
         (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.rviz")),
     ],
     python_requires=">=3.10",
-    # torch: install torch==2.13.0 (or your CUDA build) first; a bare requirement then installs nothing more
-    install_requires=["numpy", "torch", "pybullet", "urchin", "safetensors", "tqdm", "matplotlib", "pyyaml",
-                      "tensorboard"],
-    extras_require={"test": ["pytest", "pytest-timeout", "hypothesis", "colcon-core", "colcon-ros",
-                             "colcon-python-setup-py"]},
+    # The base install serves: the compiled IK core, the model folders, the nodes. No torch.
+    install_requires=["numpy", "numba", "urchin", "safetensors", "pyyaml"],
+    extras_require={
+        # serve: what a small computer beside a real arm needs beyond the base (the onnx backend)
+        "serve": ["onnxruntime"],
+        # train: install torch==2.13.0 (or your CUDA build) first: then this adds nothing
+        "train": ["torch", "pybullet", "tqdm", "matplotlib", "tensorboard", "onnx", "onnxruntime"],
+        # peers: the established solvers robot-ik-nn bench --peers compares against
+        "peers": ["pytracik", "roboticstoolbox-python", "pybullet", "threadpoolctl"],
+        "test": [
+            "pytest",
+            "pytest-timeout",
+            "hypothesis",
+            "ruff",
+            "colcon-core",
+            "colcon-ros",
+            "colcon-python-setup-py",
+        ],
+    },
     zip_safe=True,
     entry_points={
         "console_scripts": [

@@ -3,4 +3,5 @@
 The core (robot, kinematics, learners, solver, safety) imports neither rclpy nor pybullet;
 ``robot_ik_nn.sim`` wraps PyBullet and ``robot_ik_nn.nodes`` holds the ROS 2 nodes.
 """
+
 __version__ = "0.1.0"

@@ -1,12 +1,13 @@
 """``robot-ik-nn``: train, evaluate and use IK networks; works without ROS.
 
-    robot-ik-nn train --robot niryo_one --minutes 5 --out models/niryo_one
-    robot-ik-nn eval models/niryo_one --targets 10000 [--json]
-    robot-ik-nn solve models/niryo_one --xyz 0.25 0 0.3 --quat 0 0.7071 0 0.7071 [--json]
-    robot-ik-nn bench models/niryo_one [--peers] [--json] [--out FILE]
-    robot-ik-nn export models/niryo_one [--out niryo_one.tar.gz] [--onnx]
-    robot-ik-nn launch train|inference|display [name:=value ...]     (needs rclpy)
+robot-ik-nn train --robot niryo_one --minutes 5 --out models/niryo_one
+robot-ik-nn eval models/niryo_one --targets 10000 [--json]
+robot-ik-nn solve models/niryo_one --xyz 0.25 0 0.3 --quat 0 0.7071 0 0.7071 [--json]
+robot-ik-nn bench models/niryo_one [--peers] [--json] [--out FILE]
+robot-ik-nn export models/niryo_one [--out niryo_one.tar.gz] [--onnx]
+robot-ik-nn launch train|inference|display [name:=value ...]     (needs rclpy)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,26 +35,52 @@ def _threads(value: int | None, torch: bool = False) -> None:
 def cmd_train(args) -> int:
     _threads(args.threads, torch=True)
     from .learners import LearnConfig
-    from .training import Trainer, TrainConfig
+    from .training import TrainConfig, Trainer
 
     learn = LearnConfig()
     if args.batch_size:
         learn.batch_size = args.batch_size
-    config = TrainConfig(robot=args.robot, base=args.base, tip=args.tip, mode=args.mode, learner=args.learner,
-                         minutes=None if args.steps and args.minutes is None else (args.minutes or 5.0),
-                         steps=args.steps, device=args.device, out=args.out or f"models/{_stem(args.robot)}",
-                         seed=args.seed, hidden=args.hidden, heads=args.heads, tracking=args.tracking,
-                         checkpoint_every=args.checkpoint_every, learn=learn)
+    config = TrainConfig(
+        robot=args.robot,
+        base=args.base,
+        tip=args.tip,
+        mode=args.mode,
+        learner=args.learner,
+        minutes=None if args.steps and args.minutes is None else (args.minutes or 5.0),
+        steps=args.steps,
+        device=args.device,
+        out=args.out or f"models/{_stem(args.robot)}",
+        seed=args.seed,
+        hidden=args.hidden,
+        heads=args.heads,
+        tracking=args.tracking,
+        checkpoint_every=args.checkpoint_every,
+        learn=learn,
+    )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    trainer = Trainer(config, resume=args.resume, force=args.force, progress=not args.quiet, stop=stop)
+    trainer = Trainer(
+        config, resume=args.resume, force=args.force, progress=not args.quiet, stop=stop
+    )
     path = trainer.run()
-    print(f"model saved to {path}" + (" (stopped early; resume with --resume)" if trainer.interrupted else ""))
+    print(
+        f"model saved to {path}"
+        + (" (stopped early; resume with --resume)" if trainer.interrupted else "")
+    )
     if trainer.interrupted:
         return 130
     if args.eval:
-        return cmd_eval(argparse.Namespace(model=str(path), targets=args.eval, seed=12345, json=False,
-                                           device=args.device, batch=None, threads=args.threads))
+        return cmd_eval(
+            argparse.Namespace(
+                model=str(path),
+                targets=args.eval,
+                seed=12345,
+                json=False,
+                device=args.device,
+                batch=None,
+                threads=args.threads,
+            )
+        )
     return 0
 
 
@@ -67,7 +94,9 @@ def cmd_eval(args) -> int:
     from .evaluate import evaluate, format_table
 
     _threads(args.threads, torch=args.device.startswith("cuda"))
-    result = evaluate(args.model, targets=args.targets, seed=args.seed, device=args.device, batch=args.batch)
+    result = evaluate(
+        args.model, targets=args.targets, seed=args.seed, device=args.device, batch=args.batch
+    )
     print(json.dumps(result) if args.json else format_table(result))
     return 0
 
@@ -83,7 +112,8 @@ def cmd_solve(args) -> int:
     q = answer.q
     quats = None if q is None else joint_angles_to_quaternions(q, solver.arm.axes)
     out = {
-        "status": answer.status, "reason": answer.reason,
+        "status": answer.status,
+        "reason": answer.reason,
         "pos_err_mm": None if q is None else answer.pos_err * 1000,
         "rot_err_deg": None if q is None else math.degrees(answer.rot_err),
         "joint_names": solver.arm.joint_names,
@@ -114,9 +144,17 @@ def cmd_bench(args) -> int:
         if not args.json:
             print(f"measuring: {text}", file=sys.stderr, flush=True)
 
-    result = bench.run(args.model, targets=args.targets, single_targets=args.single_targets, peers=args.peers,
-                       budget_ms=args.budget_ms, tracking_targets=args.tracking_targets,
-                       backends=args.backends, torch_batched=not args.no_torch, progress=say)
+    result = bench.run(
+        args.model,
+        targets=args.targets,
+        single_targets=args.single_targets,
+        peers=args.peers,
+        budget_ms=args.budget_ms,
+        tracking_targets=args.tracking_targets,
+        backends=args.backends,
+        torch_batched=not args.no_torch,
+        progress=say,
+    )
     if args.dds:
         from .bench.dds import dds_latency
 
@@ -136,12 +174,17 @@ def cmd_export(args) -> int:
 
     if args.onnx:
         path = model_dir.export_onnx(args.model)
-        print(f"wrote {path} (serve it with backend onnx: robot-ik-nn solve {args.model} --backend onnx ...)")
+        print(
+            f"wrote {path} (serve it with backend onnx: robot-ik-nn solve {args.model} "
+            "--backend onnx ...)"
+        )
         if not args.out:
             return 0
     out = model_dir.export(args.model, args.out)
-    print(f"exported {args.model} to {out} (load it anywhere: robot-ik-nn eval {out.name}, or "
-          f"model_dir:={out.name} for the inference node)")
+    print(
+        f"exported {args.model} to {out} (load it anywhere: robot-ik-nn eval {out.name}, or "
+        f"model_dir:={out.name} for the inference node)"
+    )
     return 0
 
 
@@ -154,33 +197,62 @@ def cmd_launch(args) -> int:
 def parser() -> argparse.ArgumentParser:
     from .learners import LEARNERS
 
-    p = argparse.ArgumentParser(prog="robot-ik-nn", description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--threads", type=int, default=None,
-                   help="CPU threads for batches and training (default: all cores)")
+    p = argparse.ArgumentParser(
+        prog="robot-ik-nn",
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads for batches and training (default: all cores)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train an IK network by reward")
-    t.add_argument("--robot", default="niryo_one", help="niryo_one, inmoov_right_arm, franka_panda or a URDF path")
+    t.add_argument(
+        "--robot",
+        default="niryo_one",
+        help="niryo_one, inmoov_right_arm, franka_panda, kuka_iiwa or a URDF path",
+    )
     t.add_argument("--base", help="base link (default: the URDF's root)")
-    t.add_argument("--tip", help="tip link (default: the only leaf; required when the tree branches)")
+    t.add_argument(
+        "--tip", help="tip link (default: the only leaf; required when the tree branches)"
+    )
     t.add_argument("--mode", choices=["pose", "position"], default="pose")
     t.add_argument("--learner", choices=LEARNERS, default="gradient")
     t.add_argument("--minutes", type=float, help="time budget (default 5)")
     t.add_argument("--steps", type=int, help="step budget (reproducible with --seed)")
     t.add_argument("--device", default="cpu", help="cpu or cuda")
     t.add_argument("--out", help="model folder (default models/<robot>)")
-    t.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoint")
+    t.add_argument(
+        "--resume", action="store_true", help="continue the run in --out from its checkpoint"
+    )
     t.add_argument("--force", action="store_true", help="start over even if --out holds a run")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--hidden", type=int, nargs="+", default=[256, 256, 256], help="hidden layer widths")
-    t.add_argument("--heads", type=int, default=1,
-                   help="candidate branches the network proposes per target (gradient learner)")
+    t.add_argument("--hidden", type=int, nargs="+", default=[128, 128], help="hidden layer widths")
+    t.add_argument(
+        "--heads",
+        type=int,
+        default=None,
+        help="candidate branches the network proposes per target (default 4; explore: 1)",
+    )
     t.add_argument("--batch-size", type=int)
-    t.add_argument("--tracking", action="store_true", help="also feed the current joints to the network")
-    t.add_argument("--checkpoint-every", type=float, default=30.0, help="seconds between checkpoints")
-    t.add_argument("--eval", type=int, nargs="?", const=10000, metavar="N",
-                   help="evaluate on N held-out targets when training ends")
+    t.add_argument(
+        "--tracking", action="store_true", help="also feed the current joints to the network"
+    )
+    t.add_argument(
+        "--checkpoint-every", type=float, default=30.0, help="seconds between checkpoints"
+    )
+    t.add_argument(
+        "--eval",
+        type=int,
+        nargs="?",
+        const=10000,
+        metavar="N",
+        help="evaluate on N held-out targets when training ends",
+    )
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=cmd_train)
 
@@ -197,37 +269,70 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("model")
     s.add_argument("--xyz", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"))
     s.add_argument("--quat", type=float, nargs=4, metavar=("X", "Y", "Z", "W"))
-    s.add_argument("--refine", type=int, default=30, help="refinement iterations (0: the network alone)")
-    s.add_argument("--backend", choices=["compiled", "numpy", "onnx"], default="compiled",
-                   help="the network's forward pass (onnx: needs model.onnx, see export --onnx)")
+    s.add_argument(
+        "--refine", type=int, default=30, help="refinement iterations (0: the network alone)"
+    )
+    s.add_argument(
+        "--backend",
+        choices=["compiled", "numpy", "onnx"],
+        default="compiled",
+        help="the network's forward pass (onnx: needs model.onnx, see export --onnx)",
+    )
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_solve)
 
-    b = sub.add_parser("bench", help="measure speed and solve rate, side by side with other solvers")
+    b = sub.add_parser(
+        "bench", help="measure speed and solve rate, side by side with other solvers"
+    )
     b.add_argument("model")
     b.add_argument("--targets", type=int, default=10000, help="targets (and the largest batch)")
-    b.add_argument("--single-targets", type=int, help="targets solved one at a time (default: --targets)")
-    b.add_argument("--tracking-targets", type=int, default=1000, help="targets along the tracking path")
-    b.add_argument("--backends", nargs="+", choices=["compiled", "numpy", "onnx"],
-                   default=["compiled", "numpy", "onnx"], help="network backends to measure")
-    b.add_argument("--peers", action="store_true",
-                   help="also run TRAC-IK, roboticstoolbox's ik_LM and PyBullet's IK (pip install .[peers])")
-    b.add_argument("--budget-ms", type=float, default=5.0, help="time budget per target for the peers")
-    b.add_argument("--dds", action="store_true", help="also measure the inference node over DDS (needs rclpy)")
-    b.add_argument("--dds-targets", type=int, default=2000, help="targets sent at 200 Hz with --dds")
+    b.add_argument(
+        "--single-targets", type=int, help="targets solved one at a time (default: --targets)"
+    )
+    b.add_argument(
+        "--tracking-targets", type=int, default=1000, help="targets along the tracking path"
+    )
+    b.add_argument(
+        "--backends",
+        nargs="+",
+        choices=["compiled", "numpy", "onnx"],
+        default=["compiled", "numpy", "onnx"],
+        help="network backends to measure",
+    )
+    b.add_argument(
+        "--peers",
+        action="store_true",
+        help="also run TRAC-IK, roboticstoolbox's ik_LM and PyBullet's IK (pip install .[peers])",
+    )
+    b.add_argument(
+        "--budget-ms", type=float, default=5.0, help="time budget per target for the peers"
+    )
+    b.add_argument(
+        "--dds", action="store_true", help="also measure the inference node over DDS (needs rclpy)"
+    )
+    b.add_argument(
+        "--dds-targets", type=int, default=2000, help="targets sent at 200 Hz with --dds"
+    )
     b.add_argument("--no-torch", action="store_true", help="skip the batched torch solver")
     b.add_argument("--json", action="store_true", help="print the JSON instead of the table")
-    b.add_argument("--out", help="also write the JSON to this file (and the markdown table beside it)")
+    b.add_argument(
+        "--out", help="also write the JSON to this file (and the markdown table beside it)"
+    )
     b.set_defaults(func=cmd_bench)
 
     x = sub.add_parser("export", help="pack a model folder into one .tar.gz for another machine")
     x.add_argument("model")
     x.add_argument("--out", help="archive path (default <model>.tar.gz)")
-    x.add_argument("--onnx", action="store_true", help="write model.onnx into the model folder (no archive "
-                   "unless --out is given)")
+    x.add_argument(
+        "--onnx",
+        action="store_true",
+        help="write model.onnx into the model folder (no archive unless --out is given)",
+    )
     x.set_defaults(func=cmd_export)
 
-    la = sub.add_parser("launch", help="run a ROS 2 session (the launch file's nodes) in one process")
+    la = sub.add_parser(
+        "launch", help="run a ROS 2 session (the launch file's nodes) in one process"
+    )
     la.add_argument("session", choices=["train", "inference", "display"])
     la.add_argument("arguments", nargs="*", metavar="name:=value")
     la.set_defaults(func=cmd_launch)
@@ -236,15 +341,17 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from .model_dir import ModelDirError
     from .arm.model import RobotModelError
+    from .model_dir import ModelDirError
 
     refusals = (ModelDirError, RobotModelError, ValueError)
     try:
         return args.func(args)
     except Exception as err:
         training = sys.modules.get("robot_ik_nn.training")  # imported only by commands that train
-        if isinstance(err, refusals) or (training is not None and isinstance(err, training.TrainingError)):
+        if isinstance(err, refusals) or (
+            training is not None and isinstance(err, training.TrainingError)
+        ):
             print(f"robot-ik-nn {args.command}: error: {err}", file=sys.stderr)
             return 2
         raise

@@ -4,6 +4,7 @@
 limits (the figures in shared/anchors.md use the same definition). On the CPU the compiled core
 answers (no torch needed); with ``device="cuda"`` the batched torch solver does.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,8 +46,10 @@ def network_errors(net, arm, targets: int = 2000, seed: int = 12345) -> dict:
     was_training = net.training
     net.eval()
     with torch.no_grad():
-        q = net(torch.as_tensor(pos, dtype=torch.float32, device=device),
-                torch.as_tensor(rot, dtype=torch.float32, device=device) if pose else None)
+        q = net(
+            torch.as_tensor(pos, dtype=torch.float32, device=device),
+            torch.as_tensor(rot, dtype=torch.float32, device=device) if pose else None,
+        )
     net.train(was_training)
     from .ik.solver import Solver
 
@@ -57,8 +60,14 @@ def network_errors(net, arm, targets: int = 2000, seed: int = 12345) -> dict:
     return out
 
 
-def evaluate(model, targets: int = 10000, seed: int = 12345, device: str = "cpu", batch: int | None = None,
-             settings=None) -> dict:
+def evaluate(
+    model,
+    targets: int = 10000,
+    seed: int = 12345,
+    device: str = "cpu",
+    batch: int | None = None,
+    settings=None,
+) -> dict:
     """The ``robot-ik-nn eval --json`` object for a model folder (path or archive)."""
     from .ik.solver import Solver
 
@@ -66,9 +75,16 @@ def evaluate(model, targets: int = 10000, seed: int = 12345, device: str = "cpu"
     arm, pose = solver.arm, solver.mode == "pose"
     _, pos, rot = held_out_targets(arm, targets, seed)
     quat = matrix_to_quaternion(rot) if pose else None
-    result = {"robot": arm.name, "mode": solver.mode, "targets": targets, "seed": seed,
-              "fingerprint": arm.fingerprint, "device": device, "threads": _threads(device),
-              "heads": solver.heads}
+    result = {
+        "robot": arm.name,
+        "mode": solver.mode,
+        "targets": targets,
+        "seed": seed,
+        "fingerprint": arm.fingerprint,
+        "device": device,
+        "threads": _threads(device),
+        "heads": solver.heads,
+    }
     alone = solver.with_settings(iterations=0).solve_batch(pos, quat)
     result["network"] = errors_mm_deg(alone.pos_err, alone.rot_err)
     if not pose:
@@ -78,22 +94,33 @@ def evaluate(model, targets: int = 10000, seed: int = 12345, device: str = "cpu"
     else:
         solve, sync = solver.solve_batch, (lambda: None)
     batch = batch or targets
-    solve(pos[:min(64, targets)], None if quat is None else quat[:min(64, targets)])  # warm up
+    solve(pos[: min(64, targets)], None if quat is None else quat[: min(64, targets)])  # warm up
     sync()
     started = time.perf_counter()
-    parts = [solve(pos[i:i + batch], None if quat is None else quat[i:i + batch]) for i in range(0, targets, batch)]
+    parts = [
+        solve(pos[i : i + batch], None if quat is None else quat[i : i + batch])
+        for i in range(0, targets, batch)
+    ]
     sync()
     seconds = time.perf_counter() - started
     from .ik.targets import BatchResult
 
     s = BatchResult.concatenate(parts).summary()
     result["refined"] = {
-        "solve_rate": s["solved"] / targets, "solved": s["solved"], "best_effort": s["best_effort"],
-        "rejected": s["rejected"], "pos_mm_median": s.get("pos_mm_median"), "pos_mm_p99": s.get("pos_mm_p99"),
+        "solve_rate": s["solved"] / targets,
+        "solved": s["solved"],
+        "best_effort": s["best_effort"],
+        "rejected": s["rejected"],
+        "pos_mm_median": s.get("pos_mm_median"),
+        "pos_mm_p99": s.get("pos_mm_p99"),
         "rot_deg_median": s.get("rot_deg_median") if pose else None,
         "rot_deg_p99": s.get("rot_deg_p99") if pose else None,
-        "solutions_per_s": targets / seconds, "solved_per_s": s["solved"] / seconds, "seconds": seconds,
-        "batch": batch, "iterations": solver.settings.iterations, "restarts": solver.settings.restarts,
+        "solutions_per_s": targets / seconds,
+        "solved_per_s": s["solved"] / seconds,
+        "seconds": seconds,
+        "batch": batch,
+        "iterations": solver.settings.iterations,
+        "restarts": solver.settings.restarts,
     }
     return result
 
@@ -125,15 +152,20 @@ def format_table(result: dict) -> str:
         return "-" if v is None else format(v, fmt)
 
     heads = result.get("heads", 1)
+    r_ = result
+
+    def row(label, key):
+        return f"{label:22}{f(n.get(key), '.3f'):>16}{f(r.get(key), '.4f'):>16}"
+
     lines = [
-        f"{result['robot']} ({result['mode']}, {heads} head{'s' if heads > 1 else ''}), {result['targets']} "
-        f"held-out targets, seed {result['seed']}, {result['device']}, {result['threads']} threads",
+        f"{r_['robot']} ({r_['mode']}, {heads} head{'s' if heads > 1 else ''}), {r_['targets']} "
+        f"held-out targets, seed {r_['seed']}, {r_['device']}, {r_['threads']} threads",
         "",
         f"{'':22}{'network alone':>16}{'refined':>16}",
-        f"{'position median (mm)':22}{f(n['pos_mm_median'], '.3f'):>16}{f(r['pos_mm_median'], '.4f'):>16}",
-        f"{'position p99 (mm)':22}{f(n['pos_mm_p99'], '.3f'):>16}{f(r['pos_mm_p99'], '.4f'):>16}",
-        f"{'rotation median (deg)':22}{f(n.get('rot_deg_median'), '.3f'):>16}{f(r['rot_deg_median'], '.4f'):>16}",
-        f"{'rotation p99 (deg)':22}{f(n.get('rot_deg_p99'), '.3f'):>16}{f(r['rot_deg_p99'], '.4f'):>16}",
+        row("position median (mm)", "pos_mm_median"),
+        row("position p99 (mm)", "pos_mm_p99"),
+        row("rotation median (deg)", "rot_deg_median"),
+        row("rotation p99 (deg)", "rot_deg_p99"),
         f"{'solved (1 mm, 0.01 rad)':22}{'':>16}{r['solve_rate'] * 100:>15.2f}%",
         f"{'solutions per second':22}{'':>16}{r['solutions_per_s']:>16,.0f}",
     ]

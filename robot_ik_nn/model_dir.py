@@ -16,6 +16,7 @@ corrupt file with a message that says which. :func:`export` packs the folder (wi
 training checkpoint and logs) into one ``.tar.gz`` to carry to another machine; :func:`load`
 takes that archive as well as the folder.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,7 +29,13 @@ from pathlib import Path
 from .arm.model import ArmModel, RobotModelError
 
 FORMAT = 1
-WEIGHTS, META, URDF, REPORT, CURVE = "model.safetensors", "model.json", "robot.urdf", "report.md", "training_curve.png"
+WEIGHTS, META, URDF, REPORT, CURVE = (
+    "model.safetensors",
+    "model.json",
+    "robot.urdf",
+    "report.md",
+    "training_curve.png",
+)
 ONNX = "model.onnx"
 
 
@@ -70,6 +77,7 @@ def weights_bytes(net) -> bytes:
 @dataclass
 class ModelFolder:
     """A model folder read without torch: its metadata, arm and tensors (numpy)."""
+
     meta: dict
     arm: ArmModel
     tensors: dict
@@ -92,8 +100,14 @@ class LoadedModel:
         return self.net.config.mode
 
 
-def save(path: str | Path, net, arm: ArmModel, training: dict | None = None,
-         report: str | None = None, curve_png: bytes | None = None) -> Path:
+def save(
+    path: str | Path,
+    net,
+    arm: ArmModel,
+    training: dict | None = None,
+    report: str | None = None,
+    curve_png: bytes | None = None,
+) -> Path:
     path = Path(path)
     blob = weights_bytes(net)
     meta = {
@@ -106,7 +120,9 @@ def save(path: str | Path, net, arm: ArmModel, training: dict | None = None,
     }
     atomic_write(path / URDF, arm.urdf_text.encode())
     atomic_write(path / WEIGHTS, blob)
-    atomic_write(path / META, (json.dumps(meta, indent=2) + "\n").encode())  # last: marks the folder complete
+    atomic_write(
+        path / META, (json.dumps(meta, indent=2) + "\n").encode()
+    )  # last: marks the folder complete
     if report is not None:
         atomic_write(path / REPORT, report.encode())
     if curve_png is not None:
@@ -128,7 +144,9 @@ def read_meta(path: str | Path) -> dict:
         if key not in meta:
             raise ModelDirError(f"{path / META} is corrupt: no '{key}'")
     if meta.get("format") != FORMAT:
-        raise ModelDirError(f"{path} has model format {meta.get('format')}; this version reads format {FORMAT}")
+        raise ModelDirError(
+            f"{path} has model format {meta.get('format')}; this version reads format {FORMAT}"
+        )
     return meta
 
 
@@ -136,7 +154,7 @@ SHIPPED = (WEIGHTS, META, URDF, REPORT, CURVE, ONNX)
 
 
 def export(path: str | Path, out: str | Path | None = None) -> Path:
-    """Pack a model folder into ``out`` (default ``<folder>.tar.gz``): what is needed to serve it."""
+    """Pack a model folder into ``out`` (default ``<folder>.tar.gz``): what serving needs."""
     import tarfile
 
     path = Path(path)
@@ -162,8 +180,10 @@ def _unpack(archive: Path) -> Path:
             tops = {Path(m.name).parts[0] for m in members if m.name}
             for m in members:
                 parts = Path(m.name).parts
-                if (not m.isfile() or len(parts) != 2 or parts[1] not in SHIPPED or len(tops) != 1):
-                    raise ModelDirError(f"{archive} is not an exported model: unexpected entry '{m.name}'")
+                if not m.isfile() or len(parts) != 2 or parts[1] not in SHIPPED or len(tops) != 1:
+                    raise ModelDirError(
+                        f"{archive} is not an exported model: unexpected entry '{m.name}'"
+                    )
             for m in members:
                 (target / Path(m.name).name).write_bytes(tar.extractfile(m).read())
     except (tarfile.TarError, OSError, EOFError) as err:
@@ -189,17 +209,24 @@ def read(path: str | Path, arm: ArmModel | None = None) -> ModelFolder:
         raise ModelDirError(f"{path / WEIGHTS} is corrupt: its checksum does not match model.json")
     if arm is None:
         try:
-            arm = ArmModel((path / URDF).read_text(), source=str(path / URDF), base=meta["base"],
-                           tip=meta["tip"], name=meta.get("robot"))
+            arm = ArmModel(
+                (path / URDF).read_text(),
+                source=str(path / URDF),
+                base=meta["base"],
+                tip=meta["tip"],
+                name=meta.get("robot"),
+            )
         except (OSError, RobotModelError) as err:
             raise ModelDirError(f"cannot rebuild the arm from {path / URDF}: {err}") from err
         if meta.get("urdf_source"):  # meshes, if any, are where the URDF was trained from
             arm.mesh_dirs.append(str(Path(meta["urdf_source"]).parent))
     if arm.fingerprint != meta["fingerprint"]:
         raise ModelDirError(
-            f"fingerprint mismatch: {path} was trained on '{meta.get('robot')}' ({meta['base']} -> {meta['tip']}, "
-            f"fingerprint {meta['fingerprint'][:12]}) but is used with '{arm.name}' ({arm.base} -> {arm.tip}, "
-            f"fingerprint {arm.fingerprint[:12]}); train a model for this arm")
+            f"fingerprint mismatch: {path} was trained on '{meta.get('robot')}' "
+            f"({meta['base']} -> {meta['tip']}, fingerprint {meta['fingerprint'][:12]}) "
+            f"but is used with '{arm.name}' ({arm.base} -> {arm.tip}, "
+            f"fingerprint {arm.fingerprint[:12]}); train a model for this arm"
+        )
     try:
         tensors = load_tensors(blob)
     except (SafetensorError, ValueError) as err:
@@ -231,7 +258,9 @@ def export_onnx(path: str | Path) -> Path:
     folder = read(path)
     if folder.path != Path(path):
         raise ModelDirError(f"{path}: export --onnx writes into a model folder, not an archive")
-    blob = onnx_bytes(pack_network(folder.tensors, folder.meta["network"]), folder.meta["weights_sha256"])
+    blob = onnx_bytes(
+        pack_network(folder.tensors, folder.meta["network"]), folder.meta["weights_sha256"]
+    )
     atomic_write(folder.path / ONNX, blob)
     return folder.path / ONNX
 
@@ -242,11 +271,15 @@ def check_onnx(folder: ModelFolder) -> None:
 
     onnx_path = folder.path / ONNX
     if not onnx_path.is_file():
-        raise ModelDirError(f"{onnx_path} is missing: write it with robot-ik-nn export {folder.path} --onnx")
+        raise ModelDirError(
+            f"{onnx_path} is missing: write it with robot-ik-nn export {folder.path} --onnx"
+        )
     try:
         recorded = recorded_weights(onnx_path)
     except Exception as err:  # noqa: BLE001 - protobuf errors of every kind mean the same here
         raise ModelDirError(f"{onnx_path} is unreadable: {err}") from err
     if recorded != folder.meta["weights_sha256"]:
-        raise ModelDirError(f"{onnx_path} was written from other weights than {folder.path / WEIGHTS}; "
-                            f"write it again with robot-ik-nn export {folder.path} --onnx")
+        raise ModelDirError(
+            f"{onnx_path} was written from other weights than {folder.path / WEIGHTS}; "
+            f"write it again with robot-ik-nn export {folder.path} --onnx"
+        )

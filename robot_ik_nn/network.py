@@ -26,6 +26,7 @@ quaternion read as a turn relative to the target's direction), brought into its 
 network then learns a 5-D problem instead of a 6-D one. Used when the first joint is revolute
 and turns at least half a circle (so that it can face most targets).
 """
+
 from __future__ import annotations
 
 import math
@@ -77,12 +78,16 @@ def _perpendicular(k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class IKNet(nn.Module):
-    def __init__(self, config: NetConfig, arm, pos_center=(0.0, 0.0, 0.0), pos_scale=(1.0, 1.0, 1.0)):
+    def __init__(
+        self, config: NetConfig, arm, pos_center=(0.0, 0.0, 0.0), pos_scale=(1.0, 1.0, 1.0)
+    ):
         super().__init__()
         if config.dof != arm.dof:
             raise ValueError(f"network for {config.dof} joints, arm {arm.name} has {arm.dof}")
         first = arm.joints[0]
-        if config.yaw_symmetry and (first.type == "prismatic" or first.upper - first.lower < math.pi):
+        if config.yaw_symmetry and (
+            first.type == "prismatic" or first.upper - first.lower < math.pi
+        ):
             # nothing to factor out, or a joint too narrow to turn toward most targets
             config.yaw_symmetry = False
         self.config = config
@@ -111,7 +116,8 @@ class IKNet(nn.Module):
             if config.heads > 1:  # heads start apart: each a different turn of every joint
                 turns = torch.linspace(-0.6, 0.6, config.heads)[:, None] * torch.ones(config.dof)
                 self.head.bias.view(config.heads, config.dof, 2).copy_(
-                    torch.stack([torch.sin(turns), torch.cos(turns)], -1))
+                    torch.stack([torch.sin(turns), torch.cos(turns)], -1)
+                )
         self._kinematics = None
 
     @classmethod
@@ -136,13 +142,19 @@ class IKNet(nn.Module):
         local = (pos - self.j1_p) @ self.j1_R  # R^T (p - o), row-vector form
         local_rot = None if rot is None else self.j1_R.T @ rot.to(self.j1_p.dtype)
         if not self.config.yaw_symmetry:
-            return local, local_rot, torch.zeros(pos.shape[:-1], dtype=pos.dtype, device=pos.device)
+            return (
+                local,
+                local_rot,
+                torch.zeros(pos.shape[:-1], dtype=pos.dtype, device=pos.device),
+            )
         coords = local @ self.j1_basis.T  # (u, v, k) components
         psi = torch.atan2(coords[..., 1], coords[..., 0])
         c, s = torch.cos(psi), torch.sin(psi)
         zero = torch.zeros_like(psi)
         # turn by -psi about k, written in the (u, v, k) basis and mapped back
-        turn = torch.stack([c, s, zero, -s, c, zero, zero, zero, torch.ones_like(psi)], -1).reshape(*psi.shape, 3, 3)
+        turn = torch.stack(
+            [c, s, zero, -s, c, zero, zero, zero, torch.ones_like(psi)], -1
+        ).reshape(*psi.shape, 3, 3)
         M = self.j1_basis.T @ turn @ self.j1_basis
         canon = (M @ local.unsqueeze(-1)).squeeze(-1)
         return canon, None if local_rot is None else M @ local_rot, psi
@@ -162,7 +174,13 @@ class IKNet(nn.Module):
                 current = mid.expand(*psi.shape, -1)
             rel = (current.to(psi.dtype) - mid) / half
             if self.config.yaw_symmetry:
-                rel = torch.cat([_wrap(current[..., :1].to(psi.dtype) - psi.unsqueeze(-1)) / math.pi, rel[..., 1:]], -1)
+                rel = torch.cat(
+                    [
+                        _wrap(current[..., :1].to(psi.dtype) - psi.unsqueeze(-1)) / math.pi,
+                        rel[..., 1:],
+                    ],
+                    -1,
+                )
             parts.append(rel)
         return torch.cat(parts, dim=-1), psi
 
@@ -172,7 +190,11 @@ class IKNet(nn.Module):
         psi (...,)."""
         x, psi = self.features(pos, rot, current)
         raw = self.head(self.body(x))
-        shape = (self.config.dof, 2) if self.config.heads == 1 else (self.config.heads, self.config.dof, 2)
+        shape = (
+            (self.config.dof, 2)
+            if self.config.heads == 1
+            else (self.config.heads, self.config.dof, 2)
+        )
         raw = raw.reshape(*raw.shape[:-1], *shape)
         return raw / torch.linalg.norm(raw, dim=-1, keepdim=True).clamp_min(1e-6), psi
 
@@ -202,10 +224,10 @@ class IKNet(nn.Module):
         return torch.where(past, torch.where(nearer_hi, hi, lo), rep)
 
     def angles_to_pairs(self, theta: torch.Tensor, psi: torch.Tensor) -> torch.Tensor:
-        """The inverse of :meth:`pairs_to_angles` (one preimage, with c >= 0 for limited joints)."""
+        """The inverse of :meth:`pairs_to_angles` (one preimage: c >= 0 for limited joints)."""
         mid, half = (self.upper + self.lower) / 2, (self.upper - self.lower) / 2
         s_lim = ((theta - mid) / half).clamp(-1.0, 1.0)
-        c_lim = torch.sqrt((1.0 - s_lim ** 2).clamp_min(0.0))
+        c_lim = torch.sqrt((1.0 - s_lim**2).clamp_min(0.0))
         turn = theta
         if self.config.yaw_symmetry:
             turn = torch.cat([_wrap(theta[..., :1] - psi.unsqueeze(-1)), theta[..., 1:]], dim=-1)
@@ -213,7 +235,9 @@ class IKNet(nn.Module):
         full = self.continuous.clone()
         if self.config.yaw_symmetry:
             full[0] = True
-        return torch.stack([torch.where(full, s_turn, s_lim), torch.where(full, c_turn, c_lim)], dim=-1)
+        return torch.stack(
+            [torch.where(full, s_turn, s_lim), torch.where(full, c_turn, c_lim)], dim=-1
+        )
 
     def joint_distance(self, theta: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """A smooth per-row distance in joint space: squared error in units of each limited
@@ -227,22 +251,32 @@ class IKNet(nn.Module):
         """(..., dof, 4): the head's unit quaternions (x y z w) about each joint's axis."""
         return torch.cat([self.axes * sc[..., :1], sc[..., 1:]], dim=-1)
 
-    def candidates(self, pos: torch.Tensor, rot: torch.Tensor | None = None,
-                   current: torch.Tensor | None = None) -> torch.Tensor:
+    def candidates(
+        self,
+        pos: torch.Tensor,
+        rot: torch.Tensor | None = None,
+        current: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Every head's joint angles (..., heads, dof) inside the limits."""
         sc, psi = self.propose(pos, rot, current)
         q = self.pairs_to_angles(sc, psi)
         return q.unsqueeze(-2) if self.config.heads == 1 else q
 
-    def forward(self, pos: torch.Tensor, rot: torch.Tensor | None = None,
-                current: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        pos: torch.Tensor,
+        rot: torch.Tensor | None = None,
+        current: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Joint angles (..., dof) inside the limits for target ``pos`` (..., 3) [and ``rot``]:
         with several heads, the candidate whose tool lands closest to the target."""
         sc, psi = self.propose(pos, rot, current)
         q = self.pairs_to_angles(sc, psi)
         if self.config.heads == 1:
             return q
-        return pick_closest(self.kinematics(q), q, pos, rot if self.config.mode == "pose" else None)
+        return pick_closest(
+            self.kinematics(q), q, pos, rot if self.config.mode == "pose" else None
+        )
 
     def kinematics(self, like: torch.Tensor):
         """Forward kinematics in the dtype and on the device of ``like`` (built once each)."""
@@ -254,7 +288,9 @@ class IKNet(nn.Module):
         return kin
 
 
-def pick_closest(kin, q: torch.Tensor, pos: torch.Tensor, rot: torch.Tensor | None) -> torch.Tensor:
+def pick_closest(
+    kin, q: torch.Tensor, pos: torch.Tensor, rot: torch.Tensor | None
+) -> torch.Tensor:
     """Of candidates ``q`` (..., K, dof), the one whose tool lands closest to each target
     (position plus 0.1 m/rad times rotation, the reward's weights)."""
     from .arm.rotations import rotation_angle
@@ -264,4 +300,6 @@ def pick_closest(kin, q: torch.Tensor, pos: torch.Tensor, rot: torch.Tensor | No
     if rot is not None:
         score = score + 0.1 * rotation_angle(r_q, rot.to(r_q).unsqueeze(-3))
     best = score.argmin(dim=-1)
-    return torch.gather(q, -2, best[..., None, None].expand(*best.shape, 1, q.shape[-1])).squeeze(-2)
+    return torch.gather(q, -2, best[..., None, None].expand(*best.shape, 1, q.shape[-1])).squeeze(
+        -2
+    )

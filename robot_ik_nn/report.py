@@ -1,4 +1,5 @@
 """What a model folder tells a person: report.md and the training-curve PNG."""
+
 from __future__ import annotations
 
 import io
@@ -16,9 +17,16 @@ def curve_png(history: list[dict], title: str) -> bytes | None:
     t = [row["time_s"] / 60 for row in history]
     fig = Figure(figsize=(7, 4), dpi=110)
     ax = fig.add_subplot(1, 1, 1)
-    ax.plot(t, [max(row["pos_mm"], 1e-3) for row in history], color="tab:blue", label="position (mm)")
+    ax.plot(
+        t, [max(row["pos_mm"], 1e-3) for row in history], color="tab:blue", label="position (mm)"
+    )
     if any(row.get("rot_deg", 0) > 0 for row in history):
-        ax.plot(t, [max(row["rot_deg"], 1e-3) for row in history], color="tab:orange", label="rotation (deg)")
+        ax.plot(
+            t,
+            [max(row["rot_deg"], 1e-3) for row in history],
+            color="tab:orange",
+            label="rotation (deg)",
+        )
     ax.set_yscale("log")
     ax.set_xlabel("training time (min)")
     ax.set_ylabel("median error of the batch")
@@ -40,16 +48,23 @@ def training_report(arm, config, summary: dict) -> str:
         f"- arm: `{arm.name}`, chain `{arm.base}` -> `{arm.tip}`, {arm.dof} joints "
         f"({', '.join(arm.joint_names)})",
         f"- fingerprint: `{arm.fingerprint}`",
-        f"- mode: {config.mode}{' (tracking)' if config.tracking else ''}; network {config.hidden}",
-        f"- learner: {config.learner}; {summary['steps']} steps in {summary['seconds'] / 60:.1f} min "
+        f"- mode: {config.mode}{' (tracking)' if config.tracking else ''}; network "
+        f"{config.hidden}, {config.heads} head{'s' if config.heads != 1 else ''}",
+        f"- learner: {config.learner}; {summary['steps']} steps in "
+        f"{summary['seconds'] / 60:.1f} min "
         f"on {summary['device']}, seed {config.seed}, batch {config.learn.batch_size}"
-        + ("; stopped early (interrupted), everything up to then is saved" if summary.get("interrupted") else ""),
+        + (
+            "; stopped early (interrupted), everything up to then is saved"
+            if summary.get("interrupted")
+            else ""
+        ),
         "",
         "## Network alone on 2,000 held-out targets",
         "",
         "| position median | position p99 | rotation median |",
         "|---|---|---|",
-        f"| {net.get('pos_mm_median', float('nan')):.2f} mm | {net.get('pos_mm_p99', float('nan')):.2f} mm | {rot} |",
+        f"| {net.get('pos_mm_median', float('nan')):.2f} mm "
+        f"| {net.get('pos_mm_p99', float('nan')):.2f} mm | {rot} |",
         "",
         "The solver refines the network's answer to sub-millimetre accuracy: run "
         f"`robot-ik-nn eval {config.out}` for the full table.",

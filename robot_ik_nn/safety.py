@@ -10,6 +10,7 @@ Two halves:
   and, for controllers that do not interpolate, :func:`stream_step` gives setpoints that move
   each joint at most ``velocity * dt`` per step and end exactly at the goal.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,13 +32,18 @@ class JointBounds:
     margin: np.ndarray | float = 0.0  # kept from each limit (0 for continuous joints)
 
     @classmethod
-    def from_arm(cls, arm, margin: float = 0.0, speed_scale: float = 1.0, default_velocity: float = 1.0):
+    def from_arm(
+        cls, arm, margin: float = 0.0, speed_scale: float = 1.0, default_velocity: float = 1.0
+    ):
         """Bounds from an arm model; joints without a velocity limit get ``default_velocity``."""
         if not 0 < speed_scale <= 1:
             raise ValueError(f"speed_scale must be in (0, 1], got {speed_scale}")
         if not (math.isfinite(margin) and margin >= 0):
             raise ValueError(f"margin must be a finite number >= 0, got {margin}")
-        vel = np.where(np.isfinite(arm.velocity_limits), arm.velocity_limits, default_velocity) * speed_scale
+        vel = (
+            np.where(np.isfinite(arm.velocity_limits), arm.velocity_limits, default_velocity)
+            * speed_scale
+        )
         margins = np.where(arm.continuous, 0.0, float(margin))
         bounds = cls(arm.lower.copy(), arm.upper.copy(), vel, margins)
         if np.any(bounds.lo > bounds.hi):
@@ -54,8 +60,12 @@ class JointBounds:
 
     def inside(self, q) -> bool:
         q = np.asarray(q, dtype=float)
-        return bool(q.shape == self.lower.shape and np.all(np.isfinite(q)) and np.all(q >= self.lo)
-                    and np.all(q <= self.hi))
+        return bool(
+            q.shape == self.lower.shape
+            and np.all(np.isfinite(q))
+            and np.all(q >= self.lo)
+            and np.all(q <= self.hi)
+        )
 
 
 @dataclass(frozen=True)
@@ -64,9 +74,17 @@ class Command:
     duration: float  # seconds: time_from_start for a trajectory to ``positions``
 
 
-def check_target(position, orientation, frame_id: str, stamp: float, now: float, frames,
-                 stale_timeout: float = 0.2, future_tolerance: float = 0.05,
-                 quat_tolerance: float = IKSettings.quat_tolerance) -> str:
+def check_target(
+    position,
+    orientation,
+    frame_id: str,
+    stamp: float,
+    now: float,
+    frames,
+    stale_timeout: float = 0.2,
+    future_tolerance: float = 0.05,
+    quat_tolerance: float = IKSettings.quat_tolerance,
+) -> str:
     """The reason a target must not be served, or "" when it may be.
 
     ``orientation`` is (x, y, z, w) or None for position-only targets; ``stamp`` and ``now`` are
@@ -91,13 +109,18 @@ def check_target(position, orientation, frame_id: str, stamp: float, now: float,
         return "stamp is not finite"
     age = now - stamp
     if age > stale_timeout:
-        return f"target is stale: stamped {age * 1000:.0f} ms ago (stale_timeout {stale_timeout * 1000:.0f} ms)"
+        return (
+            f"target is stale: stamped {age * 1000:.0f} ms ago "
+            f"(stale_timeout {stale_timeout * 1000:.0f} ms)"
+        )
     if -age > future_tolerance:
         return f"target is stamped {-age * 1000:.0f} ms in the future"
     return ""
 
 
-def gate_command(solution, current, bounds: JointBounds, min_duration: float = 0.0) -> Command | None:
+def gate_command(
+    solution, current, bounds: JointBounds, min_duration: float = 0.0
+) -> Command | None:
     """A command to ``solution`` that respects every bound, or None.
 
     ``current`` is the arm's joint state; the duration is long enough for every joint to get

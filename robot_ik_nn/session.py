@@ -1,4 +1,4 @@
-"""The sessions: which nodes run, with which parameters, for ``train``, ``inference`` and ``display``.
+"""The sessions: which nodes run, with which parameters (``train``, ``inference``, ``display``).
 
 One source of truth for both ways of starting them: the launch files in ``launch/`` turn
 :func:`plan` into launch_ros ``Node`` actions (a ROS install with ``ros2 launch``), and
@@ -6,6 +6,7 @@ One source of truth for both ways of starting them: the launch files in ``launch
 with only the rclpy wheels: ``robot-ik-nn launch train``). Parameters come from the params file
 (``ros__parameters`` layout) with the launch arguments applied on top.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,15 +24,26 @@ class Argument:
 
 
 COMMON = {
-    "robot": Argument("niryo_one", "arm: niryo_one, inmoov_right_arm, franka_panda or a URDF path"),
-    "params_file": Argument("", "YAML parameters (ros__parameters layout); '' = config/<session>.yaml"),
+    "robot": Argument(
+        "niryo_one", "arm: niryo_one, inmoov_right_arm, franka_panda, kuka_iiwa or a URDF path"
+    ),
+    "params_file": Argument(
+        "", "YAML parameters (ros__parameters layout); '' = config/<session>.yaml"
+    ),
     "rviz": Argument("false", "start RViz with config/robot_ik_nn.rviz"),
-    "controller": Argument("arm_controller", "trajectory topic prefix: <controller>/joint_trajectory"),
-    "model_dir": Argument("models/niryo_one", "model folder (written by train, served by inference)"),
+    "controller": Argument(
+        "arm_controller", "trajectory topic prefix: <controller>/joint_trajectory"
+    ),
+    "model_dir": Argument(
+        "models/niryo_one", "model folder (written by train, served by inference)"
+    ),
 }
 
 ARGUMENTS = {
-    "train": {**COMMON, "minutes": Argument("", "training budget in minutes; '' = the params file's")},
+    "train": {
+        **COMMON,
+        "minutes": Argument("", "training budget in minutes; '' = the params file's"),
+    },
     "inference": {**COMMON, "use_sim": Argument("true", "run sim_node as the stand-in arm")},
     "display": {**COMMON},
 }
@@ -67,8 +79,10 @@ def resolve_arguments(session: str, given: dict[str, str]) -> dict[str, str]:
     known = ARGUMENTS[session]
     unknown = sorted(set(given) - set(known))
     if unknown:
-        raise SessionError(f"unknown argument(s) {', '.join(unknown)} for {session}; "
-                           f"arguments are: {', '.join(known)}")
+        raise SessionError(
+            f"unknown argument(s) {', '.join(unknown)} for {session}; "
+            f"arguments are: {', '.join(known)}"
+        )
     return {name: str(given.get(name, arg.default)) for name, arg in known.items()}
 
 
@@ -98,7 +112,9 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
     robot, controller = args["robot"], args["controller"]
 
     def node(executable, **kwargs):
-        return PlannedNode(executable, executable, parameters=dict(params.get(executable, {})), **kwargs)
+        return PlannedNode(
+            executable, executable, parameters=dict(params.get(executable, {})), **kwargs
+        )
 
     nodes = []
     sim = node("sim_node")
@@ -112,21 +128,33 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
         nodes += [sim, learner]
     elif session == "inference":
         inference = node("inference_node")
-        inference.parameters.update(model_dir=args["model_dir"], controller=controller, robot=robot)
+        inference.parameters.update(
+            model_dir=args["model_dir"], controller=controller, robot=robot
+        )
         sim.remappings.append(("target_pose", "/inference_node/target_pose"))
         nodes += [inference] + ([sim] if _truthy(args["use_sim"]) else [])
     else:
         nodes.append(sim)
     urdf_file, _ = resolve_robot(robot)
-    nodes.append(PlannedNode("robot_state_publisher", "robot_state_publisher", package="robot_state_publisher",
-                             parameters={"robot_description": Path(urdf_file).read_text()}))
+    nodes.append(
+        PlannedNode(
+            "robot_state_publisher",
+            "robot_state_publisher",
+            package="robot_state_publisher",
+            parameters={"robot_description": Path(urdf_file).read_text()},
+        )
+    )
     if _truthy(args["rviz"]):
-        nodes.append(PlannedNode("rviz2", "rviz2", package="rviz2", arguments=["-d", str(rviz_config(robot))]))
+        nodes.append(
+            PlannedNode(
+                "rviz2", "rviz2", package="rviz2", arguments=["-d", str(rviz_config(robot))]
+            )
+        )
     return nodes
 
 
 def rviz_config(robot: str) -> Path:
-    """config/robot_ik_nn.rviz with the fixed frame set to the arm's base link (a temporary copy)."""
+    """config/robot_ik_nn.rviz, fixed frame set to the arm's base link (a temporary copy)."""
     import tempfile
 
     from .arm.model import ArmModel

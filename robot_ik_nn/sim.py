@@ -8,6 +8,7 @@
 
 One ``ArmSim`` owns one physics client, so several can live side by side.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,8 +28,12 @@ def _loadable_urdf(arm):
     import xml.etree.ElementTree as ET
 
     root = ET.fromstring(arm.urdf_text)
-    meshes = [(el, m) for el in root.iter() if el.tag in ("visual", "collision") for m in el.iter("mesh")]
-    if Path(arm.source).is_file() and all(_find(m.get("filename", ""), arm.mesh_dirs[:1]) for _, m in meshes):
+    meshes = [
+        (el, m) for el in root.iter() if el.tag in ("visual", "collision") for m in el.iter("mesh")
+    ]
+    if Path(arm.source).is_file() and all(
+        _find(m.get("filename", ""), arm.mesh_dirs[:1]) for _, m in meshes
+    ):
         return None
     missing = set()
     for link in root.iter("link"):
@@ -42,7 +47,10 @@ def _loadable_urdf(arm):
                     missing.add(link.get("name"))
                     break
     if missing:
-        warnings.warn(f"{arm.name}: mesh files not found, no shapes for links {sorted(missing)}", stacklevel=3)
+        warnings.warn(
+            f"{arm.name}: mesh files not found, no shapes for links {sorted(missing)}",
+            stacklevel=3,
+        )
     tmp = tempfile.NamedTemporaryFile("w", suffix=".urdf", prefix="robot_ik_nn_")
     tmp.write(ET.tostring(root, encoding="unicode"))
     tmp.flush()
@@ -60,8 +68,16 @@ def _find(filename: str, dirs) -> Path | None:
 
 
 class ArmSim:
-    def __init__(self, arm: ArmModel | str | Path, *, gui: bool = False, time_step: float = 1.0 / 240.0,
-                 gravity: float = -9.81, base: str | None = None, tip: str | None = None):
+    def __init__(
+        self,
+        arm: ArmModel | str | Path,
+        *,
+        gui: bool = False,
+        time_step: float = 1.0 / 240.0,
+        gravity: float = -9.81,
+        base: str | None = None,
+        tip: str | None = None,
+    ):
         self.arm = arm if isinstance(arm, ArmModel) else ArmModel.load(arm, base=base, tip=tip)
         self.time_step = float(time_step)
         self.client = pb.connect(pb.GUI if gui else pb.DIRECT)
@@ -71,8 +87,12 @@ class ArmSim:
         pb.setTimeStep(self.time_step, **self._pb_kwargs)
         pb.setGravity(0, 0, gravity, **self._pb_kwargs)
         self._tmp = _loadable_urdf(self.arm)
-        self.body = pb.loadURDF(self._tmp.name if self._tmp else self.arm.source, useFixedBase=True,
-                                flags=pb.URDF_USE_INERTIA_FROM_FILE, **self._pb_kwargs)
+        self.body = pb.loadURDF(
+            self._tmp.name if self._tmp else self.arm.source,
+            useFixedBase=True,
+            flags=pb.URDF_USE_INERTIA_FROM_FILE,
+            **self._pb_kwargs,
+        )
         link_index = {pb.getBodyInfo(self.body, **self._pb_kwargs)[0].decode(): -1}
         joint_index = {}
         for i in range(pb.getNumJoints(self.body, **self._pb_kwargs)):
@@ -111,7 +131,9 @@ class ArmSim:
         if index == -1:
             pos, quat = pb.getBasePositionAndOrientation(self.body, **self._pb_kwargs)
         else:
-            state = pb.getLinkState(self.body, index, computeForwardKinematics=True, **self._pb_kwargs)
+            state = pb.getLinkState(
+                self.body, index, computeForwardKinematics=True, **self._pb_kwargs
+            )
             pos, quat = state[4], state[5]  # the link frame itself, not its centre of mass
         return np.array(pos), np.array(quat)
 
@@ -156,7 +178,7 @@ class ArmSim:
         hits = []
         links = sorted(names)
         for a_pos, a in enumerate(links):
-            for b in links[a_pos + 1:]:
+            for b in links[a_pos + 1 :]:
                 if (a, b) in self._adjacent:
                     continue
                 if pb.getClosestPoints(self.body, self.body, margin, a, b, **self._pb_kwargs):
@@ -171,27 +193,45 @@ class ArmSim:
         """Set position-control goals; joints move there at most at their velocity limits."""
         q = self._check(q)
         for k, (index, value) in enumerate(zip(self.joint_indices, q)):
-            pb.setJointMotorControl2(self.body, index, pb.POSITION_CONTROL, targetPosition=float(value),
-                                     force=self._effort[k], maxVelocity=self._velocity[k],
-                                     **self._pb_kwargs)
+            pb.setJointMotorControl2(
+                self.body,
+                index,
+                pb.POSITION_CONTROL,
+                targetPosition=float(value),
+                force=self._effort[k],
+                maxVelocity=self._velocity[k],
+                **self._pb_kwargs,
+            )
 
     def step(self, n: int = 1) -> None:
         for _ in range(int(n)):
             pb.stepSimulation(**self._pb_kwargs)
 
     # -- pictures ------------------------------------------------------------------------------
-    def snapshot(self, path: str | Path, width: int = 640, height: int = 480, distance: float | None = None,
-                 yaw: float = 50.0, pitch: float = -25.0, target=None) -> Path:
+    def snapshot(
+        self,
+        path: str | Path,
+        width: int = 640,
+        height: int = 480,
+        distance: float | None = None,
+        yaw: float = 50.0,
+        pitch: float = -25.0,
+        target=None,
+    ) -> Path:
         """Render the arm with the CPU renderer (no display needed) and write a PNG."""
         import matplotlib.image
 
         reach = self.arm.reach
         target = list(target) if target is not None else [0.0, 0.0, 0.4 * reach]
-        view = pb.computeViewMatrixFromYawPitchRoll(target, distance or 2.2 * reach, yaw, pitch, 0, 2,
-                                                    **self._pb_kwargs)
-        proj = pb.computeProjectionMatrixFOV(50, width / height, 0.01, 10 * reach, **self._pb_kwargs)
-        _, _, rgba, _, _ = pb.getCameraImage(width, height, view, proj, renderer=pb.ER_TINY_RENDERER,
-                                             **self._pb_kwargs)
+        view = pb.computeViewMatrixFromYawPitchRoll(
+            target, distance or 2.2 * reach, yaw, pitch, 0, 2, **self._pb_kwargs
+        )
+        proj = pb.computeProjectionMatrixFOV(
+            50, width / height, 0.01, 10 * reach, **self._pb_kwargs
+        )
+        _, _, rgba, _, _ = pb.getCameraImage(
+            width, height, view, proj, renderer=pb.ER_TINY_RENDERER, **self._pb_kwargs
+        )
         image = np.asarray(rgba, dtype=np.uint8).reshape(height, width, 4)[:, :, :3]
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)

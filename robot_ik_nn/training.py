@@ -7,6 +7,7 @@
 continues from it after a crash (even ``kill -9``), losing at most one interval. With a step
 budget and a fixed seed a run is reproducible bit for bit; a time budget depends on the machine.
 """
+
 from __future__ import annotations
 
 import csv
@@ -14,7 +15,6 @@ import io
 import json
 import shutil
 import sys
-import math
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -23,9 +23,9 @@ from pathlib import Path
 import torch
 
 from . import model_dir
+from .arm.model import ArmModel
 from .learners import LearnConfig, make_learner
 from .network import IKNet, NetConfig
-from .arm.model import ArmModel
 
 CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.csv"
@@ -48,8 +48,8 @@ class TrainConfig:
     device: str = "cpu"
     out: str = "models/niryo_one"
     seed: int = 0
-    hidden: list[int] = field(default_factory=lambda: [256, 256, 256])
-    heads: int = 1
+    hidden: list[int] = field(default_factory=lambda: [128, 128])
+    heads: int | None = None  # candidate branches; None: 4 for the gradient learner, 1 for explore
     tracking: bool = False
     checkpoint_every: float = 30.0  # seconds
     log_every: int = 50  # steps
@@ -58,6 +58,8 @@ class TrainConfig:
     def __post_init__(self):
         if isinstance(self.learn, dict):
             self.learn = LearnConfig(**self.learn)
+        if self.heads is None:
+            self.heads = 1 if self.learner == "explore" else 4
         if self.minutes is None and self.steps is None:
             raise ValueError("give a budget: minutes or steps")
         if self.minutes is not None and not self.minutes > 0:
@@ -65,15 +67,25 @@ class TrainConfig:
         if self.steps is not None and self.steps < 1:
             raise ValueError(f"steps must be positive, got {self.steps}")
         if self.device.startswith("cuda") and not torch.cuda.is_available():
-            raise ValueError(f"device {self.device!r} asked for, but this machine has no CUDA device")
+            raise ValueError(
+                f"device {self.device!r} asked for, but this machine has no CUDA device"
+            )
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
 class Trainer:
-    def __init__(self, config: TrainConfig, *, resume: bool = False, force: bool = False,
-                 progress: bool = True, on_metrics=None, stop: threading.Event | None = None):
+    def __init__(
+        self,
+        config: TrainConfig,
+        *,
+        resume: bool = False,
+        force: bool = False,
+        progress: bool = True,
+        on_metrics=None,
+        stop: threading.Event | None = None,
+    ):
         self.config = config
         self.out = Path(config.out)
         self.arm = ArmModel.load(config.robot, base=config.base, tip=config.tip)
@@ -85,18 +97,25 @@ class Trainer:
         self.elapsed = 0.0
         self.history: list[dict] = []
         self.interrupted = False
-        self.lock = threading.Lock()  # held during each step: others may read the network between steps
+        self.lock = (
+            threading.Lock()
+        )  # held during each step: others may read the network between steps
         torch.manual_seed(config.seed)
-        net_config = NetConfig(self.arm.dof, config.mode, list(config.hidden), config.tracking,
-                               heads=config.heads)
+        net_config = NetConfig(
+            self.arm.dof, config.mode, list(config.hidden), config.tracking, heads=config.heads
+        )
         self.net = IKNet.for_arm(self.arm, net_config, seed=config.seed).to(self.device)
-        self.learner = make_learner(config.learner, self.arm, self.net, config.learn, self.device, config.seed)
+        self.learner = make_learner(
+            config.learner, self.arm, self.net, config.learn, self.device, config.seed
+        )
         ckpt = self.out / CHECKPOINT
         if resume and ckpt.exists():
             self._load_checkpoint(ckpt)
         elif ckpt.exists() and not force:
-            raise TrainingError(f"{self.out} already holds a training run; pass --resume to continue it "
-                                f"or --force to start over")
+            raise TrainingError(
+                f"{self.out} already holds a training run; pass --resume to continue it "
+                f"or --force to start over"
+            )
         elif not resume:  # a fresh start: no rows or events from an earlier run in this folder
             (self.out / METRICS).unlink(missing_ok=True)
             shutil.rmtree(self.out / "tensorboard", ignore_errors=True)
@@ -127,7 +146,10 @@ class Trainer:
                     row = {"step": self.step, "time_s": round(self.elapsed, 3), **metrics}
                     self._log(row, writer)
                     if bar is not None:
-                        bar.set_postfix_str(f"pos {row['pos_mm']:.1f} mm  rot {row['rot_deg']:.2f} deg", refresh=False)
+                        bar.set_postfix_str(
+                            f"pos {row['pos_mm']:.1f} mm  rot {row['rot_deg']:.2f} deg",
+                            refresh=False,
+                        )
                 if bar is not None:
                     bar.update(self._bar_position() - bar.n)  # redraws at most once a second
                 if time.monotonic() - last_ckpt >= self.config.checkpoint_every:
@@ -156,19 +178,30 @@ class Trainer:
             total, unit = self.config.steps, "step"
         else:
             total, unit = round(self.config.minutes * 60), "s"
-        return tqdm(total=total, unit=unit, desc=f"training {self.arm.name} ({self.config.learner})",
-                    initial=self._bar_position(), mininterval=1.0 if sys.stderr.isatty() else 15.0,
-                    dynamic_ncols=True)
+        return tqdm(
+            total=total,
+            unit=unit,
+            desc=f"training {self.arm.name} ({self.config.learner})",
+            initial=self._bar_position(),
+            mininterval=1.0 if sys.stderr.isatty() else 15.0,
+            dynamic_ncols=True,
+        )
 
     def _bar_position(self) -> int:
-        return self.step if self.config.steps else min(round(self.elapsed), round(self.config.minutes * 60))
+        return (
+            self.step
+            if self.config.steps
+            else min(round(self.elapsed), round(self.config.minutes * 60))
+        )
 
     def _tensorboard(self):
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:  # tensorboard is optional at run time; the CSV always has the metrics
             return None
-        return SummaryWriter(str(self.out / "tensorboard"), purge_step=self.step + 1 if self.step else None)
+        return SummaryWriter(
+            str(self.out / "tensorboard"), purge_step=self.step + 1 if self.step else None
+        )
 
     def _log(self, row: dict, writer) -> None:
         self.history.append(row)
@@ -212,11 +245,15 @@ class Trainer:
             raise TrainingError(f"cannot resume: {path} is unreadable ({err})") from err
         saved = json.loads(state["config"])
         if state["fingerprint"] != self.arm.fingerprint:
-            raise TrainingError(f"cannot resume: {path} was trained on another arm (fingerprint mismatch)")
+            raise TrainingError(
+                f"cannot resume: {path} was trained on another arm (fingerprint mismatch)"
+            )
         for key in ("mode", "learner", "hidden", "tracking", "heads"):
             if saved.get(key, 1 if key == "heads" else None) != getattr(self.config, key):
-                raise TrainingError(f"cannot resume: the checkpoint has {key}={saved[key]!r}, "
-                                    f"this run asks for {getattr(self.config, key)!r}")
+                raise TrainingError(
+                    f"cannot resume: the checkpoint has {key}={saved[key]!r}, "
+                    f"this run asks for {getattr(self.config, key)!r}"
+                )
         self.net.load_state_dict(state["net"])
         self.learner.load_state_dict(state["learner"])
         self.step, self.elapsed = int(state["step"]), float(state["elapsed"])
@@ -241,16 +278,27 @@ class Trainer:
 
         quick = network_errors(self.net, self.arm, targets=2000, seed=10_000 + self.config.seed)
         return {
-            "learner": self.config.learner, "steps": self.step, "seconds": round(self.elapsed, 1),
-            "device": str(self.device), "seed": self.config.seed, "budget_minutes": self.config.minutes,
-            "budget_steps": self.config.steps, "interrupted": self.interrupted,
-            "batch_size": self.config.learn.batch_size, "final_network": quick,
+            "learner": self.config.learner,
+            "steps": self.step,
+            "seconds": round(self.elapsed, 1),
+            "device": str(self.device),
+            "seed": self.config.seed,
+            "budget_minutes": self.config.minutes,
+            "budget_steps": self.config.steps,
+            "interrupted": self.interrupted,
+            "batch_size": self.config.learn.batch_size,
+            "final_network": quick,
         }
 
     def save_model(self) -> Path:
         from .report import curve_png, training_report
 
         summary = self.summary()
-        return model_dir.save(self.out, self.net, self.arm, summary,
-                              report=training_report(self.arm, self.config, summary),
-                              curve_png=curve_png(self.history, self.arm.name))
+        return model_dir.save(
+            self.out,
+            self.net,
+            self.arm,
+            summary,
+            report=training_report(self.arm, self.config, summary),
+            curve_png=curve_png(self.history, self.arm.name),
+        )

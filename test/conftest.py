@@ -1,4 +1,5 @@
 """Shared fixtures. Every test run gets its own ROS_DOMAIN_ID so parallel runs don't cross-talk."""
+
 import os
 
 import pytest
@@ -32,15 +33,19 @@ def panda():
 
 SLIDER_URDF = """<?xml version="1.0"?>
 <robot name="slider">
-  <link name="a">{i}</link><link name="b">{i}</link><link name="c">{i}</link><link name="d">{i}</link>
-  <joint name="spin" type="continuous"><parent link="a"/><child link="b"/><origin xyz="0 0 0.2" rpy="0.1 0.2 0.3"/>
-    <axis xyz="0 0 1"/></joint>
-  <joint name="slide" type="prismatic"><parent link="b"/><child link="c"/><origin xyz="0.1 0 0" rpy="0 0.5 0"/>
-    <axis xyz="0.6 0 0.8"/><limit lower="-0.2" upper="0.3" effort="10" velocity="0.5"/></joint>
+  <link name="a">{i}</link><link name="b">{i}</link><link name="c">{i}</link>
+  <link name="d">{i}</link>
+  <joint name="spin" type="continuous"><parent link="a"/><child link="b"/>
+    <origin xyz="0 0 0.2" rpy="0.1 0.2 0.3"/><axis xyz="0 0 1"/></joint>
+  <joint name="slide" type="prismatic"><parent link="b"/><child link="c"/>
+    <origin xyz="0.1 0 0" rpy="0 0.5 0"/><axis xyz="0.6 0 0.8"/>
+    <limit lower="-0.2" upper="0.3" effort="10" velocity="0.5"/></joint>
   <joint name="bend" type="revolute"><parent link="c"/><child link="d"/><origin xyz="0 0.1 0.05"/>
     <axis xyz="1 1 0"/><limit lower="-2" upper="2" effort="10" velocity="1"/></joint>
-</robot>""".format(i='<inertial><mass value="0.1"/><inertia ixx="1e-4" ixy="0" ixz="0" iyy="1e-4" iyz="0" '
-                   'izz="1e-4"/></inertial>')
+</robot>""".format(
+    i='<inertial><mass value="0.1"/><inertia ixx="1e-4" ixy="0" ixz="0" iyy="1e-4" iyz="0" '
+    'izz="1e-4"/></inertial>'
+)
 
 
 @pytest.fixture(scope="session")
@@ -57,11 +62,15 @@ def slider_arm(tmp_path_factory):
 def niryo_model(tmp_path_factory):
     """A small Niryo One pose network with two heads, trained for a few seconds, shared by the
     node, solver and backend tests."""
-    from robot_ik_nn.training import Trainer, TrainConfig
+    from robot_ik_nn.training import TrainConfig, Trainer
 
     out = tmp_path_factory.mktemp("models") / "niryo_one"
-    Trainer(TrainConfig(robot="niryo_one", steps=1500, minutes=None, out=str(out), hidden=[128, 128], heads=2),
-            progress=False).run()
+    Trainer(
+        TrainConfig(
+            robot="niryo_one", steps=1500, minutes=None, out=str(out), hidden=[128, 128], heads=2
+        ),
+        progress=False,
+    ).run()
     return out
 
 

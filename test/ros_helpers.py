@@ -1,4 +1,5 @@
 """Helpers for tests that spin real rclpy nodes over DDS (no mocks)."""
+
 import ctypes
 import os
 import signal
@@ -20,8 +21,14 @@ def node_process(module: str, params: dict, *remaps: str, ros_args=()) -> subpro
     for r in remaps:
         args += ["-r", r]
     args += list(ros_args)
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=_die_with_parent)
+    return subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=_die_with_parent,
+    )
 
 
 def _die_with_parent():

@@ -1,4 +1,5 @@
 """The robot-ik-nn command line, run as a user runs it."""
+
 import json
 import subprocess
 import sys
@@ -7,14 +8,30 @@ import pytest
 
 
 def cli(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "robot_ik_nn.cli", "--threads", "2", *args], capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "robot_ik_nn.cli", "--threads", "2", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     out = tmp_path_factory.mktemp("cli") / "niryo"
-    run = cli("train", "--robot", "niryo_one", "--steps", "150", "--hidden", "64", "64", "--out", str(out), "--quiet")
+    run = cli(
+        "train",
+        "--robot",
+        "niryo_one",
+        "--steps",
+        "150",
+        "--hidden",
+        "64",
+        "64",
+        "--out",
+        str(out),
+        "--quiet",
+    )
     assert run.returncode == 0, run.stderr
     assert f"model saved to {out}" in run.stdout
     return out
@@ -29,7 +46,11 @@ def test_eval_json_has_the_promised_keys(trained):
         assert result["network"][key] > 0
     refined = result["refined"]
     assert 0.9 <= refined["solve_rate"] <= 1.0
-    assert refined["pos_mm_p99"] >= 0 and refined["rot_deg_p99"] >= 0 and refined["solutions_per_s"] > 0
+    assert (
+        refined["pos_mm_p99"] >= 0
+        and refined["rot_deg_p99"] >= 0
+        and refined["solutions_per_s"] > 0
+    )
 
 
 def test_eval_table_for_people(trained):
@@ -40,7 +61,20 @@ def test_eval_table_for_people(trained):
 
 def test_solve_prints_joints_and_quaternions(trained):
     # the zero pose of the Niryo One: tool at (0.2452, 0, 0.4175), identity orientation
-    run = cli("solve", str(trained), "--xyz", "0.2452", "0", "0.4175", "--quat", "0", "0", "0", "1", "--json")
+    run = cli(
+        "solve",
+        str(trained),
+        "--xyz",
+        "0.2452",
+        "0",
+        "0.4175",
+        "--quat",
+        "0",
+        "0",
+        "0",
+        "1",
+        "--json",
+    )
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
     assert out["status"] == "solved" and out["pos_err_mm"] < 1.0
@@ -59,5 +93,15 @@ def test_errors_name_the_problem(tmp_path):
     assert run.returncode == 2 and "model folder not found" in run.stderr
     run = cli("train", "--robot", "no_such_arm.urdf", "--steps", "1", "--out", str(tmp_path / "x"))
     assert run.returncode == 2 and "URDF file not found" in run.stderr
-    run = cli("train", "--robot", "franka_panda", "--tip", "nowhere", "--steps", "1", "--out", str(tmp_path / "x"))
+    run = cli(
+        "train",
+        "--robot",
+        "franka_panda",
+        "--tip",
+        "nowhere",
+        "--steps",
+        "1",
+        "--out",
+        str(tmp_path / "x"),
+    )
     assert run.returncode == 2 and "unknown tip link 'nowhere'" in run.stderr

@@ -1,17 +1,37 @@
-"""The core stays importable without ROS: only nodes/ and sim.py import rclpy or pybullet."""
+"""The boundaries, each checked in a fresh interpreter: the core imports neither rclpy nor
+pybullet (only nodes/ and sim.py do), and serving (ik/, safety, reading a model folder, the
+arm) imports no torch either."""
+
 import pkgutil
 import subprocess
 import sys
 
 import robot_ik_nn
 
-CORE_CHECK = """
+CHECK = """
 import importlib, sys
 for name in {modules!r}:
     importlib.import_module(name)
-bad = sorted(m for m in sys.modules if m.split('.')[0] in ('rclpy', 'pybullet'))
-print(bad)
+bad = sorted(m for m in sys.modules if m.split('.')[0] in {forbidden!r})
+print(sorted(set(m.split('.')[0] for m in bad)))
 """
+SERVING = [
+    "robot_ik_nn.ik",
+    "robot_ik_nn.ik.solver",
+    "robot_ik_nn.ik.kernel",
+    "robot_ik_nn.ik.policy",
+    "robot_ik_nn.ik.seeds",
+    "robot_ik_nn.ik.targets",
+    "robot_ik_nn.ik.settings",
+    "robot_ik_nn.ik.onnx_layers",
+    "robot_ik_nn.safety",
+    "robot_ik_nn.model_dir",
+    "robot_ik_nn.arm.model",
+    "robot_ik_nn.arm.rotations",
+    "robot_ik_nn.evaluate",
+    "robot_ik_nn.bench",
+    "robot_ik_nn.cli",
+]
 
 
 def _core_modules():
@@ -23,16 +43,27 @@ def _core_modules():
     return names
 
 
+def _imported(modules, forbidden) -> list:
+    out = subprocess.run(
+        [sys.executable, "-c", CHECK.format(modules=modules, forbidden=forbidden)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    return eval(out.stdout.strip())
+
+
 def test_importing_the_core_pulls_in_neither_rclpy_nor_pybullet():
     modules = _core_modules()
-    assert "robot_ik_nn.kinematics" in modules and "robot_ik_nn.robot" in modules
-    out = subprocess.run([sys.executable, "-c", CORE_CHECK.format(modules=modules)], capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]", out.stdout
+    assert "robot_ik_nn.ik.kernel" in modules and "robot_ik_nn.arm.model" in modules
+    assert _imported(modules, ("rclpy", "pybullet")) == []
 
 
-def test_the_check_itself_sees_pybullet_when_sim_is_imported():
-    out = subprocess.run([sys.executable, "-c", CORE_CHECK.format(modules=["robot_ik_nn.sim"])],
-                         capture_output=True, text=True, timeout=120)
-    assert "pybullet" in out.stdout
+def test_serving_imports_no_torch():
+    assert _imported(SERVING, ("torch", "rclpy", "pybullet")) == []
+
+
+def test_the_checks_themselves_see_what_they_look_for():
+    assert _imported(["robot_ik_nn.sim"], ("pybullet",)) == ["pybullet"]
+    assert _imported(["robot_ik_nn.ik.batched"], ("torch",)) == ["torch"]

@@ -1,5 +1,6 @@
 """The IK core's solvers: the network without torch (every backend), the compiled solver for one
 target and for batches, the batched torch solver, and what each setting does."""
+
 import copy
 
 import numba
@@ -41,17 +42,32 @@ def test_every_backend_gives_the_torch_networks_joints(with_onnx, targets):
     P, R, _ = targets
     net = model_dir.load(with_onnx).net
     with torch.no_grad():  # the network's exact function: its float32 weights evaluated in float64
-        exact = copy.deepcopy(net).double().candidates(torch.from_numpy(P), torch.from_numpy(R)).numpy()
-        single = net.candidates(torch.from_numpy(P).float(), torch.from_numpy(R).float()).double().numpy()
+        exact = (
+            copy.deepcopy(net)
+            .double()
+            .candidates(torch.from_numpy(P), torch.from_numpy(R))
+            .numpy()
+        )
+        single = (
+            net.candidates(torch.from_numpy(P).float(), torch.from_numpy(R).float())
+            .double()
+            .numpy()
+        )
     assert exact.shape == (1000, 2, 6)
     compiled = Solver.load(with_onnx)
     chain, cfg, meta, sizes = kernel.parts(compiled._model)
-    out, h1, h2 = np.empty((2, 6)), np.empty(compiled.network.width), np.empty(compiled.network.width)
+    out, h1, h2 = (
+        np.empty((2, 6)),
+        np.empty(compiled.network.width),
+        np.empty(compiled.network.width),
+    )
     for i in range(1000):
         seeds.net_forward(compiled._netw, sizes, meta, P[i], R[i], np.zeros(6), False, out, h1, h2)
         assert angle_gap(out, exact[i]) <= 1e-5
     for backend in ("numpy", "onnx"):
-        assert angle_gap(Solver.load(with_onnx, backend=backend).network_seeds(P, R), exact) <= 1e-5, backend
+        assert (
+            angle_gap(Solver.load(with_onnx, backend=backend).network_seeds(P, R), exact) <= 1e-5
+        ), backend
     # torch's own float32 pass is the one that strays (ill-conditioned at wrist singularities)
     assert angle_gap(single, exact) <= 1e-2
 
@@ -64,10 +80,14 @@ def test_refine_iterations_zero_is_the_network_alone(niryo_model, targets):
     p, r = solver.forward(cands.reshape(-1, 6))
     from robot_ik_nn.arm.rotations import rotation_angle
 
-    score = (np.linalg.norm(p - np.repeat(P[:200], 2, 0), axis=1)
-             + 0.1 * rotation_angle(r, np.repeat(R[:200], 2, 0))).reshape(200, 2)
+    score = (
+        np.linalg.norm(p - np.repeat(P[:200], 2, 0), axis=1)
+        + 0.1 * rotation_angle(r, np.repeat(R[:200], 2, 0))
+    ).reshape(200, 2)
     closest = cands[np.arange(200), score.argmin(1)]
-    np.testing.assert_allclose(result.q, np.clip(closest, solver.arm.lower, solver.arm.upper), atol=1e-12)
+    np.testing.assert_allclose(
+        result.q, np.clip(closest, solver.arm.lower, solver.arm.upper), atol=1e-12
+    )
     assert np.all(result.iterations == 0)
     one = solver.solve(P[0], Q[0])
     np.testing.assert_allclose(one.q, result.q[0], atol=1e-12)
@@ -88,8 +108,11 @@ def test_one_target_and_a_batch_agree_and_batches_do_not_depend_on_threads(niryo
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     np.testing.assert_array_equal(batch.q, again.q)
     singles = [solver.solve(P[i], Q[i]) for i in range(300)]
-    first_try = [i for i, a in enumerate(singles)  # solved from the network's first candidate
-                 if a.solved and a.iterations <= solver.settings.iterations]
+    first_try = [
+        i
+        for i, a in enumerate(singles)  # solved from the network's first candidate
+        if a.solved and a.iterations <= solver.settings.iterations
+    ]
     assert len(first_try) > 200  # no restarts needed: the same seeds, so the same answers
     for i in first_try:
         np.testing.assert_allclose(singles[i].q, batch.q[i], atol=1e-12)

@@ -2,39 +2,59 @@
 
 Its own module, so that the nodes of test_inference_node.py are gone when these start.
 """
+
 import time
 
 import numpy as np
 import torch
 from geometry_msgs.msg import PoseStamped
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import JointState
-
-from robot_ik_nn.nodes.common import RELIABLE
-from robot_ik_nn.arm.rotations import matrix_to_quaternion
-
 from ros_helpers import Probe, node_process, publish_until, stop
+from sensor_msgs.msg import JointState
 from test_inference_node import ARM, KIN, TARGET, pose_msg
+
+from robot_ik_nn.arm.rotations import matrix_to_quaternion
+from robot_ik_nn.nodes.common import RELIABLE
 
 
 def test_stream_mode_sends_rate_limited_setpoints_ending_at_the_solution(niryo_model):
-    sim = node_process("sim_node", {"rate": 100.0}, "joint_command:=/unused")  # the sim only reports states
-    inference = node_process("inference_node", {"model_dir": str(niryo_model), "stream": "true",
-                                                "stream_rate": 100.0, "speed_scale": 0.5})
+    sim = node_process(
+        "sim_node", {"rate": 100.0}, "joint_command:=/unused"
+    )  # the sim only reports states
+    inference = node_process(
+        "inference_node",
+        {
+            "model_dir": str(niryo_model),
+            "stream": "true",
+            "stream_rate": 100.0,
+            "speed_scale": 0.5,
+        },
+    )
     probe = Probe("stream_probe")
     try:
         deep = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
         probe.listen(JointState, "/joint_command", deep)
         probe.listen(JointState, "/joint_states", RELIABLE)
         pub = probe.node.create_publisher(PoseStamped, TARGET, RELIABLE)
-        probe.wait_for(lambda: pub.get_subscription_count() >= 1 and probe.received["/joint_states"], 60, "nodes")
+        probe.wait_for(
+            lambda: pub.get_subscription_count() >= 1 and probe.received["/joint_states"],
+            60,
+            "nodes",
+        )
         time.sleep(0.5)
         start = np.array(probe.received["/joint_states"][-1].position)
-        q_goal = torch.tensor(start) + torch.tensor([0.5, -0.3, 0.4, 0.6, -0.5, 0.7], dtype=torch.float64)
+        q_goal = torch.tensor(start) + torch.tensor(
+            [0.5, -0.3, 0.4, 0.6, -0.5, 0.7], dtype=torch.float64
+        )
         pos, rot = KIN.forward(KIN.clamp(q_goal))
-        publish_until(probe, lambda: pub.publish(pose_msg(probe, pos.numpy(), matrix_to_quaternion(rot).numpy())),
-                      "/joint_command")
-        probe.wait_for(lambda: len(probe.received["/joint_command"]) > 20, 15, "streamed setpoints")
+        publish_until(
+            probe,
+            lambda: pub.publish(pose_msg(probe, pos.numpy(), matrix_to_quaternion(rot).numpy())),
+            "/joint_command",
+        )
+        probe.wait_for(
+            lambda: len(probe.received["/joint_command"]) > 20, 15, "streamed setpoints"
+        )
         time.sleep(3.0)  # the stream ends at the solution and then stops
         setpoints = np.array([m.position for m in probe.received["/joint_command"]])
         steps = np.abs(np.diff(np.vstack([start, setpoints]), axis=0))
@@ -45,7 +65,9 @@ def test_stream_mode_sends_rate_limited_setpoints_ending_at_the_solution(niryo_m
         assert float(torch.linalg.norm(p_final - pos)) <= 1e-3
         count = len(probe.received["/joint_command"])
         time.sleep(0.5)
-        assert len(probe.received["/joint_command"]) == count  # holding: nothing new without new targets
+        assert (
+            len(probe.received["/joint_command"]) == count
+        )  # holding: nothing new without new targets
     finally:
         probe.close()
         print(stop(inference)[-2000:])

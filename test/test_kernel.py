@@ -1,6 +1,7 @@
 """The compiled kernel against the torch kinematics and the rotation module: forward kinematics,
 the Jacobian, the rotation error, and the limit-aware refinement, on revolute, continuous and
 prismatic joints."""
+
 import numpy as np
 import pytest
 import torch
@@ -68,7 +69,9 @@ def test_refinement_reaches_reachable_targets_and_keeps_the_limits(name, slider_
     q = result.q[result.solved]
     assert np.all(q >= arm.lower + 0.01 * ~arm.continuous - 1e-12)
     assert np.all(q <= arm.upper - 0.01 * ~arm.continuous + 1e-12)
-    assert np.all(np.abs(q[:, arm.continuous]) <= np.pi)  # continuous joints wrapped, no 2 pi turns
+    assert np.all(
+        np.abs(q[:, arm.continuous]) <= np.pi
+    )  # continuous joints wrapped, no 2 pi turns
     # solved really means solved: checked with the torch kinematics, not the kernel's word
     p, r = Kinematics(arm, torch.float64).forward(torch.from_numpy(q))
     assert np.linalg.norm(p.numpy() - P[result.solved], axis=1).max() <= 1e-3

@@ -1,12 +1,12 @@
 """Torch kinematics against PyBullet and against finite differences."""
+
 import numpy as np
 import pytest
 import torch
 
 from robot_ik_nn.arm.kinematics import Kinematics
-from robot_ik_nn.arm.rotations import rotation_angle, rotation_error_vector
-from robot_ik_nn.arm.rotations import quaternion_to_matrix
 from robot_ik_nn.arm.model import ArmModel
+from robot_ik_nn.arm.rotations import quaternion_to_matrix, rotation_angle, rotation_error_vector
 from robot_ik_nn.sim import ArmSim
 
 ARMS = ["niryo_one", "inmoov_right_arm", "franka_panda"]
@@ -90,19 +90,24 @@ def test_batch_shapes_dtypes_and_gradients(niryo, dtype):
         kin.forward(torch.zeros(3, 5, dtype=dtype))
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine (CI has none)")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device on this machine (CI has none)"
+)
 def test_cuda_matches_cpu(niryo):
     cpu = Kinematics(niryo, torch.float64)
     gpu = cpu.to(device="cuda")
     q = cpu.sample(1000)
     p_cpu, r_cpu = cpu.forward(q)
     p_gpu, r_gpu = gpu.forward(q.cuda())
-    assert torch.allclose(p_cpu, p_gpu.cpu(), atol=1e-12) and torch.allclose(r_cpu, r_gpu.cpu(), atol=1e-12)
+    assert torch.allclose(p_cpu, p_gpu.cpu(), atol=1e-12) and torch.allclose(
+        r_cpu, r_gpu.cpu(), atol=1e-12
+    )
 
 
 def test_clamp_wraps_continuous_and_clamps_limited():
     arm = ArmModel("""<robot name="r"><link name="a"/><link name="b"/><link name="c"/>
-      <joint name="j1" type="continuous"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint>
+      <joint name="j1" type="continuous"><parent link="a"/><child link="b"/>
+      <axis xyz="0 0 1"/></joint>
       <joint name="j2" type="revolute"><parent link="b"/><child link="c"/><axis xyz="0 1 0"/>
         <limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>""")
     kin = Kinematics(arm, torch.float64)
@@ -113,7 +118,10 @@ def test_clamp_wraps_continuous_and_clamps_limited():
 def test_rotation_error_vector_near_pi():
     axis = torch.tensor([[0.0, 0.6, 0.8]], dtype=torch.float64)
     for angle in (0.3, 3.0, np.pi - 1e-7):
-        q = torch.cat([axis * np.sin(angle / 2), torch.tensor([[np.cos(angle / 2)]], dtype=torch.float64)], -1)
+        q = torch.cat(
+            [axis * np.sin(angle / 2), torch.tensor([[np.cos(angle / 2)]], dtype=torch.float64)],
+            -1,
+        )
         R = quaternion_to_matrix(q)
         v = rotation_error_vector(torch.eye(3, dtype=torch.float64)[None], R)
         np.testing.assert_allclose(v.numpy(), (axis * angle).numpy(), atol=1e-6)

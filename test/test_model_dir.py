@@ -1,4 +1,5 @@
 """Model folders: save, load, and refuse what does not fit."""
+
 import json
 from pathlib import Path
 
@@ -6,29 +7,40 @@ import pytest
 import torch
 
 from robot_ik_nn import model_dir
+from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.model_dir import ModelDirError
 from robot_ik_nn.network import IKNet, NetConfig
-from robot_ik_nn.arm.model import ArmModel
 
 
 @pytest.fixture()
 def saved(tmp_path, niryo):
     net = IKNet.for_arm(niryo, NetConfig(niryo.dof, "pose", [32, 32]))
-    path = model_dir.save(tmp_path / "m", net, niryo, {"steps": 3}, report="# hi\n", curve_png=b"\x89PNG")
+    path = model_dir.save(
+        tmp_path / "m", net, niryo, {"steps": 3}, report="# hi\n", curve_png=b"\x89PNG"
+    )
     return path, net
 
 
 def test_round_trip_gives_the_same_answers(saved, niryo):
     path, net = saved
-    assert sorted(p.name for p in path.iterdir()) == ["model.json", "model.safetensors", "report.md", "robot.urdf",
-                                                      "training_curve.png"]
+    assert sorted(p.name for p in path.iterdir()) == [
+        "model.json",
+        "model.safetensors",
+        "report.md",
+        "robot.urdf",
+        "training_curve.png",
+    ]
     loaded = model_dir.load(path)
     x = torch.rand(10, 3) * 0.2 + torch.tensor([0.1, 0.0, 0.2])
     rot = torch.eye(3).expand(10, 3, 3)
     torch.testing.assert_close(loaded.net(x, rot), net(x, rot), rtol=0, atol=0)
     assert loaded.arm.fingerprint == niryo.fingerprint
     meta = json.loads((path / "model.json").read_text())
-    assert meta["robot"] == "niryo_one" and meta["mode"] == "pose" and meta["network"]["hidden"] == [32, 32]
+    assert (
+        meta["robot"] == "niryo_one"
+        and meta["mode"] == "pose"
+        and meta["network"]["hidden"] == [32, 32]
+    )
     assert meta["joint_names"] == niryo.joint_names and meta["training"] == {"steps": 3}
 
 
@@ -42,7 +54,7 @@ def test_weights_are_not_pickle(saved):
     path, _ = saved
     head = (path / "model.safetensors").read_bytes()[:8]
     header_len = int.from_bytes(head, "little")
-    header = json.loads((path / "model.safetensors").read_bytes()[8:8 + header_len])
+    header = json.loads((path / "model.safetensors").read_bytes()[8 : 8 + header_len])
     assert "head.weight" in header
 
 

@@ -1,4 +1,5 @@
 """The quaternion head, the joint-limit squash and the symmetry about the first joint."""
+
 import math
 
 import numpy as np
@@ -6,12 +7,13 @@ import pytest
 import torch
 
 from robot_ik_nn.arm.kinematics import Kinematics
-from robot_ik_nn.network import IKNet, NetConfig
-from robot_ik_nn.arm.rotations import quaternions_to_joint_angles
 from robot_ik_nn.arm.model import ArmModel
+from robot_ik_nn.arm.rotations import quaternions_to_joint_angles
+from robot_ik_nn.network import IKNet, NetConfig
 
 CONTINUOUS_ARM = """<robot name="c"><link name="a"/><link name="b"/><link name="c"/>
-  <joint name="spin" type="continuous"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint>
+  <joint name="spin" type="continuous"><parent link="a"/><child link="b"/>
+  <axis xyz="0 0 1"/></joint>
   <joint name="bend" type="revolute"><parent link="b"/><child link="c"/><origin xyz="0.2 0 0.1"/>
     <axis xyz="0 1 0"/><limit lower="-1" upper="2" effort="1" velocity="1"/></joint></robot>"""
 
@@ -53,8 +55,9 @@ def test_continuous_joint_reads_the_quaternion_angle():
     q = net.pairs_to_angles(sc, torch.zeros(2))
     torch.testing.assert_close(q[:, 0], angle)
     # and the head's quaternion for it is the joint's quaternion of that angle
-    torch.testing.assert_close(quaternions_to_joint_angles(net.head_quaternions(sc)[:, :1], net.axes[:1]),
-                               angle[:, None])
+    torch.testing.assert_close(
+        quaternions_to_joint_angles(net.head_quaternions(sc)[:, :1], net.axes[:1]), angle[:, None]
+    )
 
 
 @pytest.mark.parametrize("robot", ["niryo_one", "franka_panda"])
@@ -96,5 +99,7 @@ def test_tracking_network_takes_the_current_joints(niryo):
     assert out.shape == (2, niryo.dof)
     # no current joints: the network assumes the arm rests at mid-range
     mid = torch.tensor(niryo.mid_range, dtype=torch.float32).expand(2, -1)
-    torch.testing.assert_close(net(torch.zeros(2, 3) + 0.2), net(torch.zeros(2, 3) + 0.2, current=mid))
+    torch.testing.assert_close(
+        net(torch.zeros(2, 3) + 0.2), net(torch.zeros(2, 3) + 0.2, current=mid)
+    )
     assert not torch.allclose(out, net(torch.zeros(2, 3) + 0.2, current=mid))

@@ -1,4 +1,5 @@
 """The reward by distance: pure, vectorised, and falling with the distance."""
+
 import math
 
 import torch
@@ -8,7 +9,9 @@ from robot_ik_nn.reward import pose_distances, reward, reward_from_distances
 
 
 def _rot_z(angle):
-    return quaternion_to_matrix(torch.tensor([0, 0, math.sin(angle / 2), math.cos(angle / 2)], dtype=torch.float64))
+    return quaternion_to_matrix(
+        torch.tensor([0, 0, math.sin(angle / 2), math.cos(angle / 2)], dtype=torch.float64)
+    )
 
 
 def test_zero_at_the_target_and_falling_with_position_distance():
@@ -28,8 +31,10 @@ def test_rotation_counts_with_its_weight():
     r = reward(pos, rot, pos, target_rot, w_pos=1.0, w_rot=0.1)
     torch.testing.assert_close(r, torch.tensor([0.0, -0.001, -0.05], dtype=torch.float64))
     # the default weights make 1 mm cost as much as 0.01 rad
-    assert torch.isclose(reward(pos[:1] + torch.tensor([0.001, 0, 0], dtype=torch.float64), None, pos[:1]),
-                         reward(pos[1:2], rot[1:2], pos[1:2], target_rot[1:2]))
+    assert torch.isclose(
+        reward(pos[:1] + torch.tensor([0.001, 0, 0], dtype=torch.float64), None, pos[:1]),
+        reward(pos[1:2], rot[1:2], pos[1:2], target_rot[1:2]),
+    )
     # position-only: no rotations, no rotation cost
     assert torch.all(reward(pos, None, pos) == 0)
 
@@ -49,5 +54,7 @@ def test_distances_and_reward_from_distances_agree():
     rot = torch.stack([_rot_z(a).float() for a in torch.linspace(0, 3, 10).tolist()])
     d_pos, d_rot = pose_distances(pos, rot, target, _rot_z(0.0).float().expand(10, 3, 3))
     torch.testing.assert_close(d_rot, torch.linspace(0, 3, 10), atol=1e-5, rtol=0)
-    torch.testing.assert_close(reward_from_distances(d_pos, d_rot, 1.0, 0.1),
-                               reward(pos, rot, target, _rot_z(0.0).float().expand(10, 3, 3)))
+    torch.testing.assert_close(
+        reward_from_distances(d_pos, d_rot, 1.0, 0.1),
+        reward(pos, rot, target, _rot_z(0.0).float().expand(10, 3, 3)),
+    )

@@ -1,4 +1,5 @@
 """The safety gate: for any input, either None or a command that satisfies every bound."""
+
 import math
 
 import numpy as np
@@ -20,7 +21,11 @@ sane_vectors = arrays(np.float64, 6, elements=st.floats(-3.2, 3.2))
 
 
 @settings(max_examples=500, deadline=None)
-@given(solution=joint_vectors, current=joint_vectors, min_duration=st.one_of(any_float, st.floats(0, 2)))
+@given(
+    solution=joint_vectors,
+    current=joint_vectors,
+    min_duration=st.one_of(any_float, st.floats(0, 2)),
+)
 def test_gate_command_is_none_or_within_every_bound(solution, current, min_duration):
     cmd = gate_command(solution, current, BOUNDS, min_duration)
     if cmd is None:
@@ -42,8 +47,12 @@ def test_gate_accepts_every_safe_solution(solution, current):
     assert cmd is not None
     np.testing.assert_array_equal(cmd.positions, solution)
     # and the duration is the shortest the slowest joint allows, no longer
-    assert math.isclose(cmd.duration, float(np.max(np.abs(solution - current) / BOUNDS.velocity)), rel_tol=1e-9,
-                        abs_tol=1e-300)
+    assert math.isclose(
+        cmd.duration,
+        float(np.max(np.abs(solution - current) / BOUNDS.velocity)),
+        rel_tol=1e-9,
+        abs_tol=1e-300,
+    )
 
 
 @settings(max_examples=500, deadline=None)
@@ -73,7 +82,8 @@ def test_stream_ends_exactly_at_the_goal(start, goal, dt):
 
 def test_continuous_joints_get_no_margin():
     arm = ArmModel("""<robot name="c"><link name="a"/><link name="b"/>
-      <joint name="spin" type="continuous"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint></robot>""")
+      <joint name="spin" type="continuous"><parent link="a"/><child link="b"/>
+      <axis xyz="0 0 1"/></joint></robot>""")
     bounds = JointBounds.from_arm(arm, margin=0.1)
     assert gate_command([math.pi - 0.01], [0.0], bounds) is not None
     assert bounds.velocity[0] == 1.0  # no velocity limit in the URDF: a conservative default
@@ -86,31 +96,44 @@ def test_bad_bounds_are_refused():
         JointBounds.from_arm(ARM, speed_scale=0)
 
 
-GOOD = dict(position=[0.2, 0.0, 0.3], orientation=[0, 0, 0, 1], frame_id="base_link", stamp=10.0, now=10.05,
-            frames=FRAMES)
+GOOD = dict(
+    position=[0.2, 0.0, 0.3],
+    orientation=[0, 0, 0, 1],
+    frame_id="base_link",
+    stamp=10.0,
+    now=10.05,
+    frames=FRAMES,
+)
 
 
-@pytest.mark.parametrize("change, reason", [
-    ({}, ""),
-    ({"position": [math.nan, 0, 0]}, "position is not finite"),
-    ({"position": [0, math.inf, 0]}, "position is not finite"),
-    ({"orientation": [0, 0, 0, 0]}, "not unit length"),
-    ({"orientation": [0, 0, 0, 2]}, "not unit length"),
-    ({"orientation": [0, math.nan, 0, 1]}, "orientation is not finite"),
-    ({"frame_id": ""}, "frame_id is empty"),
-    ({"frame_id": "map"}, "unknown frame_id 'map'"),
-    ({"stamp": 9.0}, "stale"),
-    ({"stamp": 11.0}, "in the future"),
-    ({"orientation": None}, ""),
-])
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({}, ""),
+        ({"position": [math.nan, 0, 0]}, "position is not finite"),
+        ({"position": [0, math.inf, 0]}, "position is not finite"),
+        ({"orientation": [0, 0, 0, 0]}, "not unit length"),
+        ({"orientation": [0, 0, 0, 2]}, "not unit length"),
+        ({"orientation": [0, math.nan, 0, 1]}, "orientation is not finite"),
+        ({"frame_id": ""}, "frame_id is empty"),
+        ({"frame_id": "map"}, "unknown frame_id 'map'"),
+        ({"stamp": 9.0}, "stale"),
+        ({"stamp": 11.0}, "in the future"),
+        ({"orientation": None}, ""),
+    ],
+)
 def test_check_target(change, reason):
     got = check_target(**{**GOOD, **change})
     assert (reason in got) if reason else got == ""
 
 
 @settings(max_examples=300, deadline=None)
-@given(pos=arrays(np.float64, 3, elements=any_float), quat=arrays(np.float64, 4, elements=any_float),
-       stamp=any_float, frame=st.text(max_size=12))
+@given(
+    pos=arrays(np.float64, 3, elements=any_float),
+    quat=arrays(np.float64, 4, elements=any_float),
+    stamp=any_float,
+    frame=st.text(max_size=12),
+)
 def test_check_target_never_passes_anything_bad(pos, quat, stamp, frame):
     reason = check_target(pos, quat, frame, stamp, 100.0, FRAMES)
     if reason == "":

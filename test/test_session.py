@@ -1,4 +1,5 @@
 """Sessions: one plan for the launch files and for `robot-ik-nn launch`."""
+
 import ast
 from pathlib import Path
 from types import SimpleNamespace
@@ -12,14 +13,20 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_train_plan_nodes_parameters_and_remaps():
-    nodes = {n.name: n for n in plan("train", {"robot": "inmoov_right_arm", "model_dir": "m/x", "minutes": "1"})}
+    nodes = {
+        n.name: n
+        for n in plan("train", {"robot": "inmoov_right_arm", "model_dir": "m/x", "minutes": "1"})
+    }
     assert list(nodes) == ["sim_node", "learner_node", "robot_state_publisher"]
     assert nodes["learner_node"].parameters["robot"] == "inmoov_right_arm"
     assert nodes["learner_node"].parameters["output_dir"] == "m/x"
     assert nodes["learner_node"].parameters["minutes"] == 1.0
     assert nodes["learner_node"].ends_session
     assert nodes["sim_node"].remappings == [("target_pose", "/learner_node/demo_target")]
-    assert "<robot name=\"inmoov_right_arm\">" in nodes["robot_state_publisher"].parameters["robot_description"]
+    assert (
+        '<robot name="inmoov_right_arm">'
+        in nodes["robot_state_publisher"].parameters["robot_description"]
+    )
     assert nodes["robot_state_publisher"].external
 
 
@@ -48,8 +55,11 @@ def test_bad_arguments_are_named():
 
 
 def test_params_files_use_the_ros_layout_and_name_real_parameters():
-    declared = {"sim_node": _declared("sim_node"), "learner_node": _declared("learner_node"),
-                "inference_node": _declared("inference_node")}
+    declared = {
+        "sim_node": _declared("sim_node"),
+        "learner_node": _declared("learner_node"),
+        "inference_node": _declared("inference_node"),
+    }
     for name in ("train", "inference", "display"):
         for node, params in load_params(ROOT / "config" / f"{name}.yaml").items():
             assert set(params) <= declared[node], (name, node, set(params) - declared[node])
@@ -58,29 +68,62 @@ def test_params_files_use_the_ros_layout_and_name_real_parameters():
 def _declared(node: str) -> set[str]:
     """Parameter names a node declares, read from its source."""
     tree = ast.parse((ROOT / "robot_ik_nn" / "nodes" / f"{node}.py").read_text())
-    return {c.args[1].value for c in ast.walk(tree) if isinstance(c, ast.Call)
-            and getattr(c.func, "id", "") == "declare" and isinstance(c.args[1], ast.Constant)}
+    return {
+        c.args[1].value
+        for c in ast.walk(tree)
+        if isinstance(c, ast.Call)
+        and getattr(c.func, "id", "") == "declare"
+        and isinstance(c.args[1], ast.Constant)
+    }
 
 
 @pytest.mark.parametrize("session", ["train", "inference", "display"])
 def test_launch_files_use_the_shared_plan_and_standard_actions(session):
     source = (ROOT / "launch" / f"{session}.launch.py").read_text()
     tree = ast.parse(source)
-    assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description" for n in tree.body)
+    assert any(
+        isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description"
+        for n in tree.body
+    )
     assert f'describe("{session}")' in source
     builder = (ROOT / "robot_ik_nn" / "nodes" / "launch_description.py").read_text()
-    imported = {a.name for n in ast.walk(ast.parse(builder)) if isinstance(n, ast.ImportFrom)
-                and n.module and n.module.split(".")[0] in ("launch", "launch_ros") for a in n.names}
-    assert imported == {"LaunchDescription", "DeclareLaunchArgument", "EmitEvent", "OpaqueFunction",
-                        "RegisterEventHandler", "OnProcessExit", "Shutdown", "LaunchConfiguration", "Node"}
+    imported = {
+        a.name
+        for n in ast.walk(ast.parse(builder))
+        if isinstance(n, ast.ImportFrom)
+        and n.module
+        and n.module.split(".")[0] in ("launch", "launch_ros")
+        for a in n.names
+    }
+    assert imported == {
+        "LaunchDescription",
+        "DeclareLaunchArgument",
+        "EmitEvent",
+        "OpaqueFunction",
+        "RegisterEventHandler",
+        "OnProcessExit",
+        "Shutdown",
+        "LaunchConfiguration",
+        "Node",
+    }
     assert set(ARGUMENTS[session]) >= {"robot", "model_dir", "params_file", "rviz", "controller"}
 
 
 def _traj(names, points, stamp=0.0):
     sec = int(stamp)
-    return SimpleNamespace(joint_names=names, header=SimpleNamespace(stamp=SimpleNamespace(sec=sec, nanosec=0)),
-                           points=[SimpleNamespace(positions=p, time_from_start=SimpleNamespace(
-                               sec=int(t), nanosec=int(round((t - int(t)) * 1e9)))) for p, t in points])
+    return SimpleNamespace(
+        joint_names=names,
+        header=SimpleNamespace(stamp=SimpleNamespace(sec=sec, nanosec=0)),
+        points=[
+            SimpleNamespace(
+                positions=p,
+                time_from_start=SimpleNamespace(
+                    sec=int(t), nanosec=int(round((t - int(t)) * 1e9))
+                ),
+            )
+            for p, t in points
+        ],
+    )
 
 
 def test_trajectory_follower_interpolates_in_joint_order():

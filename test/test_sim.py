@@ -1,4 +1,5 @@
 """The PyBullet wrapper and the package's own URDFs."""
+
 import subprocess
 import sys
 
@@ -19,8 +20,12 @@ print("loaded", arm.dof)
 
 
 def _load_output(robot: str) -> str:
-    run = subprocess.run([sys.executable, "-c", LOAD.format(robot=robot)], capture_output=True, text=True,
-                         timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-c", LOAD.format(robot=robot)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     return run.stdout + run.stderr
 
@@ -34,9 +39,11 @@ def test_package_urdfs_load_without_warnings(robot):
 
 def test_warning_detection_works_on_a_urdf_without_inertials(tmp_path):
     urdf = tmp_path / "bare.urdf"
-    urdf.write_text('<robot name="bare"><link name="a"/><link name="b"/><joint name="j" type="revolute">'
-                    '<parent link="a"/><child link="b"/><axis xyz="0 0 1"/>'
-                    '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>')
+    urdf.write_text(
+        '<robot name="bare"><link name="a"/><link name="b"/><joint name="j" type="revolute">'
+        '<parent link="a"/><child link="b"/><axis xyz="0 0 1"/>'
+        '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>'
+    )
     assert "warning" in _load_output(str(urdf)).lower()
 
 
@@ -104,12 +111,17 @@ def test_snapshot_writes_a_png(tmp_path):
 
 MESH_ARM = """<?xml version="1.0"?>
 <robot name="meshy">
-  <link name="a"><inertial><mass value="1"/><inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3" iyz="0" izz="1e-3"/></inertial>
+  <link name="a"><inertial><mass value="1"/>
+  <inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3" iyz="0" izz="1e-3"/></inertial>
     <visual><geometry><mesh filename="meshes/cube.obj" scale="0.05 0.05 0.05"/></geometry></visual>
-    <collision><geometry><mesh filename="meshes/cube.obj" scale="0.05 0.05 0.05"/></geometry></collision></link>
-  <link name="b"><inertial><mass value="1"/><inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3" iyz="0" izz="1e-3"/></inertial>
-    <visual><geometry><mesh filename="meshes/cube.obj" scale="0.05 0.05 0.05"/></geometry></visual></link>
-  <joint name="j" type="revolute"><parent link="a"/><child link="b"/><origin xyz="0 0 0.2"/><axis xyz="0 1 0"/>
+    <collision><geometry><mesh filename="meshes/cube.obj" scale="0.05 0.05 0.05"/></geometry>
+    </collision></link>
+  <link name="b"><inertial><mass value="1"/>
+  <inertia ixx="1e-3" ixy="0" ixz="0" iyy="1e-3" iyz="0" izz="1e-3"/></inertial>
+    <visual><geometry><mesh filename="meshes/cube.obj" scale="0.05 0.05 0.05"/></geometry>
+    </visual></link>
+  <joint name="j" type="revolute"><parent link="a"/><child link="b"/><origin xyz="0 0 0.2"/>
+    <axis xyz="0 1 0"/>
     <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
 </robot>"""
 
@@ -121,8 +133,8 @@ def test_model_folder_of_a_mesh_urdf_finds_its_meshes_where_it_was_trained(tmp_p
     import torch
 
     from robot_ik_nn import model_dir
-    from robot_ik_nn.network import IKNet, NetConfig
     from robot_ik_nn.arm.resources import pybullet_data_path
+    from robot_ik_nn.network import IKNet, NetConfig
 
     src = tmp_path / "arm"
     (src / "meshes").mkdir(parents=True)
@@ -135,7 +147,9 @@ def test_model_folder_of_a_mesh_urdf_finds_its_meshes_where_it_was_trained(tmp_p
         warnings.simplefilter("error")  # the meshes are found: no shape goes missing
         with ArmSim(model_dir.load(tmp_path / "model").arm) as sim:
             assert sim.forward(np.array([[0.5]]))[0].shape == (1, 3)
-    shutil.rmtree(src)  # moved to a machine without the meshes: the arm still loads, shapes left out
+    shutil.rmtree(
+        src
+    )  # moved to a machine without the meshes: the arm still loads, shapes left out
     with pytest.warns(UserWarning, match="no shapes for links"):
         with ArmSim(model_dir.load(tmp_path / "model").arm) as sim:
             pos, _ = sim.forward(np.array([[0.0]]))

@@ -1,7 +1,7 @@
 """Learners improve on a short budget; checkpoints, resume and reproducibility hold."""
+
 import csv
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 
 from robot_ik_nn import model_dir
 from robot_ik_nn.evaluate import network_errors
-from robot_ik_nn.training import CHECKPOINT, Trainer, TrainConfig, TrainingError
+from robot_ik_nn.training import CHECKPOINT, TrainConfig, Trainer, TrainingError
 
 
 def _errors_before_after(config):
@@ -26,8 +26,16 @@ def _errors_before_after(config):
 
 def test_gradient_learner_improves_on_a_short_budget(tmp_path):
     trainer, before, after = _errors_before_after(
-        TrainConfig(robot="niryo_one", mode="pose", steps=300, minutes=None, out=str(tmp_path / "g"),
-                    hidden=[128, 128], log_every=25))
+        TrainConfig(
+            robot="niryo_one",
+            mode="pose",
+            steps=300,
+            minutes=None,
+            out=str(tmp_path / "g"),
+            hidden=[128, 128],
+            log_every=25,
+        )
+    )
     assert after["pos_mm_median"] < 0.5 * before["pos_mm_median"], (before, after)
     assert after["rot_deg_median"] < 0.7 * before["rot_deg_median"], (before, after)
     assert trainer.step == 300
@@ -35,18 +43,38 @@ def test_gradient_learner_improves_on_a_short_budget(tmp_path):
 
 def test_explore_learner_improves_on_a_short_budget(tmp_path):
     trainer, before, after = _errors_before_after(
-        TrainConfig(robot="niryo_one", mode="position", learner="explore", steps=250, minutes=None,
-                    out=str(tmp_path / "e"), hidden=[128, 128], log_every=25))
+        TrainConfig(
+            robot="niryo_one",
+            mode="position",
+            learner="explore",
+            steps=250,
+            minutes=None,
+            out=str(tmp_path / "e"),
+            hidden=[128, 128],
+            log_every=25,
+        )
+    )
     assert after["pos_mm_median"] < 0.6 * before["pos_mm_median"], (before, after)
     assert trainer.learner.sim_calls == 250 * 64 * 9  # the simulator really was the judge
 
 
 def test_model_folder_has_everything(tmp_path):
     out = tmp_path / "m"
-    Trainer(TrainConfig(steps=60, minutes=None, out=str(out), hidden=[32], log_every=10), progress=False).run()
+    Trainer(
+        TrainConfig(steps=60, minutes=None, out=str(out), hidden=[32], log_every=10),
+        progress=False,
+    ).run()
     names = {p.name for p in out.iterdir()}
-    assert {"model.safetensors", "model.json", "robot.urdf", "report.md", "training_curve.png", "metrics.csv",
-            CHECKPOINT, "tensorboard"} <= names
+    assert {
+        "model.safetensors",
+        "model.json",
+        "robot.urdf",
+        "report.md",
+        "training_curve.png",
+        "metrics.csv",
+        CHECKPOINT,
+        "tensorboard",
+    } <= names
     assert (out / "training_curve.png").read_bytes()[:4] == b"\x89PNG"
     assert any(p.name.startswith("events.out.tfevents") for p in (out / "tensorboard").iterdir())
     rows = list(csv.DictReader((out / "metrics.csv").open()))
@@ -59,11 +87,19 @@ def test_model_folder_has_everything(tmp_path):
 
 def test_same_seed_same_steps_same_network(tmp_path):
     for name in ("a", "b"):
-        Trainer(TrainConfig(steps=40, minutes=None, out=str(tmp_path / name), hidden=[32], seed=3),
-                progress=False).run()
-    a, b = load_file(tmp_path / "a" / "model.safetensors"), load_file(tmp_path / "b" / "model.safetensors")
+        Trainer(
+            TrainConfig(steps=40, minutes=None, out=str(tmp_path / name), hidden=[32], seed=3),
+            progress=False,
+        ).run()
+    a, b = (
+        load_file(tmp_path / "a" / "model.safetensors"),
+        load_file(tmp_path / "b" / "model.safetensors"),
+    )
     assert all(torch.equal(a[k], b[k]) for k in a)
-    Trainer(TrainConfig(steps=40, minutes=None, out=str(tmp_path / "c"), hidden=[32], seed=4), progress=False).run()
+    Trainer(
+        TrainConfig(steps=40, minutes=None, out=str(tmp_path / "c"), hidden=[32], seed=4),
+        progress=False,
+    ).run()
     c = load_file(tmp_path / "c" / "model.safetensors")
     assert not torch.equal(a["head.weight"], c["head.weight"])
 
@@ -75,13 +111,36 @@ def test_existing_run_needs_resume_or_force(tmp_path):
         Trainer(config, progress=False)
     Trainer(config, progress=False, force=True)
     with pytest.raises(TrainingError, match="mode='pose'"):
-        Trainer(TrainConfig(steps=5, minutes=None, out=str(tmp_path / "r"), hidden=[8], mode="position"),
-                resume=True, progress=False)
+        Trainer(
+            TrainConfig(
+                steps=5, minutes=None, out=str(tmp_path / "r"), hidden=[8], mode="position"
+            ),
+            resume=True,
+            progress=False,
+        )
 
 
 def _train_cli(out, *extra):
-    return [sys.executable, "-m", "robot_ik_nn.cli", "--threads", "1", "train", "--steps", "400", "--out", str(out),
-            "--hidden", "32", "--seed", "5", "--quiet", "--checkpoint-every", "0.2", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "robot_ik_nn.cli",
+        "--threads",
+        "1",
+        "train",
+        "--steps",
+        "400",
+        "--out",
+        str(out),
+        "--hidden",
+        "32",
+        "--seed",
+        "5",
+        "--quiet",
+        "--checkpoint-every",
+        "0.2",
+        *extra,
+    ]
 
 
 def test_kill_9_then_resume_continues_and_matches_an_uninterrupted_run(tmp_path):
@@ -96,11 +155,15 @@ def test_kill_9_then_resume_continues_and_matches_an_uninterrupted_run(tmp_path)
     ckpt = torch.load(crashed / CHECKPOINT, weights_only=True)
     assert 0 < ckpt["step"] < 400, "the crash should land mid-run"
     assert not (crashed / "model.json").exists()
-    done = subprocess.run(_train_cli(crashed, "--resume"), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        _train_cli(crashed, "--resume"), capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     subprocess.run(_train_cli(clean), check=True, capture_output=True, timeout=300)
     a, b = load_file(crashed / "model.safetensors"), load_file(clean / "model.safetensors")
-    assert all(torch.equal(a[k], b[k]) for k in a), "resumed training must equal the uninterrupted run"
+    assert all(torch.equal(a[k], b[k]) for k in a), (
+        "resumed training must equal the uninterrupted run"
+    )
     steps = [int(r["step"]) for r in csv.DictReader((crashed / "metrics.csv").open())]
     assert steps == sorted(set(steps)) and steps[-1] == 400
 
@@ -121,12 +184,20 @@ def test_sigint_stops_early_and_saves_a_loadable_model(tmp_path):
     assert loaded.meta["training"]["interrupted"] is True
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine (CI has none)")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device on this machine (CI has none)"
+)
 def test_training_on_cuda(tmp_path):
-    trainer = Trainer(TrainConfig(steps=50, minutes=None, device="cuda", out=str(tmp_path / "cuda"), hidden=[32]),
-                      progress=False)
+    trainer = Trainer(
+        TrainConfig(
+            steps=50, minutes=None, device="cuda", out=str(tmp_path / "cuda"), hidden=[32]
+        ),
+        progress=False,
+    )
     trainer.run()
-    assert model_dir.load(tmp_path / "cuda").net(torch.zeros(1, 3) + 0.2, torch.eye(3)[None]).shape == (1, 6)
+    assert model_dir.load(tmp_path / "cuda").net(
+        torch.zeros(1, 3) + 0.2, torch.eye(3)[None]
+    ).shape == (1, 6)
 
 
 def test_cuda_request_without_cuda_is_a_clear_error():

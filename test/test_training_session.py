@@ -1,28 +1,40 @@
 """`robot-ik-nn launch train`: the training session in one process, watched over DDS."""
+
 import json
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from ros_helpers import Probe, _die_with_parent
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
 
 from robot_ik_nn import model_dir
 
-from ros_helpers import Probe, _die_with_parent
-
 DEEP = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 
 
 def _session(out, minutes):
-    cmd = [sys.executable, "-m", "robot_ik_nn.cli", "launch", "train", f"model_dir:={out}", f"minutes:={minutes}"]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            preexec_fn=_die_with_parent)
+    cmd = [
+        sys.executable,
+        "-m",
+        "robot_ik_nn.cli",
+        "launch",
+        "train",
+        f"model_dir:={out}",
+        f"minutes:={minutes}",
+    ]
+    return subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=_die_with_parent,
+    )
 
 
 @pytest.fixture()
@@ -49,24 +61,39 @@ def test_one_minute_session_publishes_metrics_and_demos_and_leaves_a_model(probe
     messages = _messages(probe)
     assert sum(m.startswith("step ") for m in messages) >= 10, messages[-5:]
     assert any(m.startswith("finished: model saved to") for m in messages)
-    values = {v.key: v.value for m in probe.received["/learner_node/metrics"] for s in m.status for v in s.values}
+    values = {
+        v.key: v.value
+        for m in probe.received["/learner_node/metrics"]
+        for s in m.status
+        for v in s.values
+    }
     assert {"step", "pos_mm", "rot_deg", "reward", "lr"} <= set(values)
     assert len(probe.received["/joint_command"]) >= 10  # a demo every 3 s for a minute
-    assert len(probe.received["/learner_node/demo_target"]) == len(probe.received["/learner_node/markers"]) >= 10
+    assert (
+        len(probe.received["/learner_node/demo_target"])
+        == len(probe.received["/learner_node/markers"])
+        >= 10
+    )
     assert probe.received["/sim_node/markers"], "the simulator shows reached pose and target"
     loaded = model_dir.load(out)
     assert loaded.meta["training"]["interrupted"] is False
     assert 50 <= loaded.meta["training"]["seconds"] <= 70
     # the network improved over the minute
-    first = next(float({v.key: v.value for v in s.values}["pos_mm"]) for m in probe.received["/learner_node/metrics"]
-                 for s in m.status if s.message.startswith("step "))
+    first = next(
+        float({v.key: v.value for v in s.values}["pos_mm"])
+        for m in probe.received["/learner_node/metrics"]
+        for s in m.status
+        if s.message.startswith("step ")
+    )
     assert loaded.meta["training"]["final_network"]["pos_mm_median"] < first / 3
 
 
 def test_sigint_midway_saves_a_loadable_model(probe, tmp_path):
     out = tmp_path / "interrupted"
     proc = _session(out, 5)
-    probe.wait_for(lambda: sum(m.startswith("step ") for m in _messages(probe)) >= 3, 120, "training metrics")
+    probe.wait_for(
+        lambda: sum(m.startswith("step ") for m in _messages(probe)) >= 3, 120, "training metrics"
+    )
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode in (0, 130), output[-3000:]

@@ -9,6 +9,7 @@ Every joint's transform is ``origin @ motion(q)``. For a revolute joint about un
 B = origin_R K, C = origin_R K^2 (Rodrigues, K the cross-product matrix of k), so one step
 of the chain costs three broadcast multiply-adds and one batched 3x3 product.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,7 +25,9 @@ def _skew(k: np.ndarray) -> np.ndarray:
 
 
 class Kinematics:
-    def __init__(self, arm: ArmModel, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"):
+    def __init__(
+        self, arm: ArmModel, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
+    ):
         self.arm = arm
         self.dtype = dtype
         self.device = torch.device(device)
@@ -62,12 +65,16 @@ class Kinematics:
     # -- chain -----------------------------------------------------------------------------------
     def _walk(self, q: torch.Tensor, want_axes: bool):
         if q.shape[-1] != self.dof:
-            raise ValueError(f"expected {self.dof} joint values per row, got shape {tuple(q.shape)}")
+            raise ValueError(
+                f"expected {self.dof} joint values per row, got shape {tuple(q.shape)}"
+            )
         q = q.to(self.dtype)
         batch = q.shape[:-1]
         q = q.reshape(-1, self.dof)
         s, c1 = torch.sin(q)[..., None, None], (1.0 - torch.cos(q))[..., None, None]
-        M = self._A + s * self._B + c1 * self._C  # every joint's origin @ motion at once: (B, dof, 3, 3)
+        M = (
+            self._A + s * self._B + c1 * self._C
+        )  # every joint's origin @ motion at once: (B, dof, 3, 3)
         R, p = M[:, 0], self._P[0].expand(q.shape[0], 3)
         origins, axes = [p], [self._axis_in_parent[0].expand(q.shape[0], 3)]
         if self._prismatic[0]:

@@ -6,6 +6,7 @@
 Fixed joints between two movable joints are folded into the next joint's origin, so the chain
 is ``origin_0, joint_0, origin_1, joint_1, ..., joint_{n-1}, tip_offset``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .resources import BUILTIN_ROBOTS, urdf_path
+from .resources import BUILTIN_ROBOTS, NAMED_ROBOTS, PYBULLET_ROBOTS, urdf_path
 
 MOVABLE = ("revolute", "continuous", "prismatic")
 SUPPORTED = MOVABLE + ("fixed",)
@@ -58,17 +59,19 @@ def resolve_robot(robot: str | Path) -> tuple[Path, str | None]:
     text = str(robot)
     if text in BUILTIN_ROBOTS:
         return urdf_path(text), None
-    if text == "franka_panda":
+    if text in PYBULLET_ROBOTS:
         from .resources import pybullet_data_path
 
         data = pybullet_data_path()
         if data is None:
-            raise RobotModelError("franka_panda comes from pybullet_data, which is not installed")
-        return data / "franka_panda" / "panda.urdf", "panda_hand"
+            raise RobotModelError(f"{text} comes from pybullet_data, which is not installed")
+        relative, tip = PYBULLET_ROBOTS[text]
+        return data / relative, tip
     path = Path(text).expanduser()
     if not path.is_file():
-        known = ", ".join(BUILTIN_ROBOTS + ("franka_panda",))
-        raise RobotModelError(f"URDF file not found: {path} (built-in arms: {known})")
+        raise RobotModelError(
+            f"URDF file not found: {path} (named arms: {', '.join(NAMED_ROBOTS)})"
+        )
     return path, None
 
 
@@ -86,8 +89,15 @@ def _parse(text: str, source: str):
 class ArmModel:
     """Joint names, axes, limits and the geometry of the chain from ``base`` to ``tip``."""
 
-    def __init__(self, urdf_text: str, *, source: str = "<string>", base: str | None = None,
-                 tip: str | None = None, name: str | None = None):
+    def __init__(
+        self,
+        urdf_text: str,
+        *,
+        source: str = "<string>",
+        base: str | None = None,
+        tip: str | None = None,
+        name: str | None = None,
+    ):
         robot = _parse(urdf_text, source)
         self.urdf_text = urdf_text
         self.source = source
@@ -106,7 +116,9 @@ class ArmModel:
         for role, link in (("base", self.base), ("tip", tip)):
             if link is not None and link not in links:
                 raise RobotModelError(
-                    f"unknown {role} link '{link}' in {self.name}; links are: {', '.join(sorted(links))}")
+                    f"unknown {role} link '{link}' in {self.name}; links are: "
+                    f"{', '.join(sorted(links))}"
+                )
         self.tip = tip or self._unique_leaf(self.base, children)
 
         path = []  # joints from base down to tip
@@ -114,7 +126,8 @@ class ArmModel:
         while link != self.base:
             if link not in by_child:
                 raise RobotModelError(
-                    f"tip link '{self.tip}' is not below base link '{self.base}' in {self.name}")
+                    f"tip link '{self.tip}' is not below base link '{self.base}' in {self.name}"
+                )
             path.append(by_child[link])
             link = by_child[link].parent
         path.reverse()
@@ -124,9 +137,12 @@ class ArmModel:
             if j.joint_type not in SUPPORTED:
                 raise RobotModelError(
                     f"joint '{j.name}' is of type '{j.joint_type}'; supported types are "
-                    f"{', '.join(SUPPORTED)}")
+                    f"{', '.join(SUPPORTED)}"
+                )
             if j.mimic is not None and j.joint_type != "fixed":
-                raise RobotModelError(f"joint '{j.name}' mimics another joint; mimic joints are not supported")
+                raise RobotModelError(
+                    f"joint '{j.name}' mimics another joint; mimic joints are not supported"
+                )
             pending = pending @ np.asarray(j.origin, dtype=float)
             if j.joint_type == "fixed":
                 continue
@@ -139,13 +155,15 @@ class ArmModel:
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
-    def load(cls, robot: str | Path, *, base: str | None = None, tip: str | None = None) -> "ArmModel":
+    def load(
+        cls, robot: str | Path, *, base: str | None = None, tip: str | None = None
+    ) -> "ArmModel":
         path, default_tip = resolve_robot(robot)
         try:
             text = Path(path).read_text()
         except OSError as err:
             raise RobotModelError(f"cannot read URDF {path}: {err}") from err
-        name = str(robot) if str(robot) in BUILTIN_ROBOTS + ("franka_panda",) else None
+        name = str(robot) if str(robot) in NAMED_ROBOTS else None
         return cls(text, source=str(path), base=base, tip=tip or default_tip, name=name)
 
     def _unique_leaf(self, base: str, children: dict) -> str:
@@ -155,8 +173,10 @@ class ArmModel:
             if len(kids) > 1:
                 leaves = sorted(self._leaves(link, children))
                 raise RobotModelError(
-                    f"the tree of {self.name} branches at '{link}' into leaves {', '.join(leaves)}; "
-                    f"choose one with tip=... (--tip)")
+                    f"the tree of {self.name} branches at '{link}' into leaves "
+                    f"{', '.join(leaves)}; "
+                    f"choose one with tip=... (--tip)"
+                )
             link = kids[0].child
         return link
 
@@ -175,10 +195,16 @@ class ArmModel:
         else:
             lower, upper = float(j.limit.lower), float(j.limit.upper)
         if not lower < upper:
-            raise RobotModelError(f"joint '{j.name}' has an empty range: lower {lower} >= upper {upper}")
-        velocity = float(j.limit.velocity) if j.limit is not None and j.limit.velocity else math.inf
+            raise RobotModelError(
+                f"joint '{j.name}' has an empty range: lower {lower} >= upper {upper}"
+            )
+        velocity = (
+            float(j.limit.velocity) if j.limit is not None and j.limit.velocity else math.inf
+        )
         effort = float(j.limit.effort) if j.limit is not None and j.limit.effort else math.inf
-        return Joint(j.name, j.joint_type, axis, origin.copy(), lower, upper, velocity, effort, j.child)
+        return Joint(
+            j.name, j.joint_type, axis, origin.copy(), lower, upper, velocity, effort, j.child
+        )
 
     # -- what everything else asks -----------------------------------------------------------
     @cached_property
@@ -233,12 +259,24 @@ class ArmModel:
         """SHA-256 over base, tip, the ordered joints (names, types, axes, limits, velocity
         limits, origins) and the tip offset. Two arms with the same fingerprint have the same
         kinematics; a network trained on one is valid on the other."""
+
         def r(x):
             return [float(f"{v:.9g}") for v in np.asarray(x, dtype=float).ravel()]
+
         blob = {
-            "base": self.base, "tip": self.tip,
-            "joints": [[j.name, j.type, r(j.axis), r(j.origin), r([j.lower, j.upper]),
-                        r([j.velocity]) if math.isfinite(j.velocity) else "inf"] for j in self.joints],
+            "base": self.base,
+            "tip": self.tip,
+            "joints": [
+                [
+                    j.name,
+                    j.type,
+                    r(j.axis),
+                    r(j.origin),
+                    r([j.lower, j.upper]),
+                    r([j.velocity]) if math.isfinite(j.velocity) else "inf",
+                ]
+                for j in self.joints
+            ],
             "tip_offset": r(self.tip_offset),
         }
         return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
@@ -246,11 +284,20 @@ class ArmModel:
     def describe(self) -> dict:
         """What a model folder records about the arm it was trained on."""
         return {
-            "robot": self.name, "base": self.base, "tip": self.tip, "fingerprint": self.fingerprint,
-            "joint_names": self.joint_names, "joint_types": [j.type for j in self.joints],
-            "lower": self.lower.tolist(), "upper": self.upper.tolist(),
-            "velocity_limits": [v if math.isfinite(v) else None for v in self.velocity_limits.tolist()],
-            "urdf_source": str(Path(self.source).resolve()) if Path(self.source).is_file() else self.source,
+            "robot": self.name,
+            "base": self.base,
+            "tip": self.tip,
+            "fingerprint": self.fingerprint,
+            "joint_names": self.joint_names,
+            "joint_types": [j.type for j in self.joints],
+            "lower": self.lower.tolist(),
+            "upper": self.upper.tolist(),
+            "velocity_limits": [
+                v if math.isfinite(v) else None for v in self.velocity_limits.tolist()
+            ],
+            "urdf_source": str(Path(self.source).resolve())
+            if Path(self.source).is_file()
+            else self.source,
         }
 
     def __repr__(self) -> str:

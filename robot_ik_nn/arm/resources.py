@@ -3,6 +3,7 @@
 The same code runs from a source checkout, a pip install and a colcon workspace, and each
 puts the files somewhere else. Set ``ROBOT_IK_NN_SHARE`` to force a folder.
 """
+
 from __future__ import annotations
 
 import os
@@ -12,8 +13,14 @@ from pathlib import Path
 
 PACKAGE = "robot_ik_nn"
 
-# Arms that can be named instead of given as a path: (where the URDF is, default tip link).
+# Arms that can be named instead of given as a path: the package's own URDFs, and third-party
+# arms shipped with pybullet_data (path inside it, default tip link).
 BUILTIN_ROBOTS = ("niryo_one", "inmoov_right_arm")
+PYBULLET_ROBOTS = {
+    "franka_panda": ("franka_panda/panda.urdf", "panda_hand"),
+    "kuka_iiwa": ("kuka_iiwa/model.urdf", None),
+}
+NAMED_ROBOTS = BUILTIN_ROBOTS + tuple(PYBULLET_ROBOTS)
 
 
 def _candidates() -> list[Path]:

@@ -10,6 +10,7 @@ Joint quaternions: a joint's rotation by angle ``a`` about its own unit axis ``k
 ``(k sin(a/2), cos(a/2))``. The network's output head and the inference node's
 ``~/joint_quaternions`` topic both speak this form.
 """
+
 from __future__ import annotations
 
 import math
@@ -65,9 +66,17 @@ def quaternions_to_joint_angles(quats, axes):
 
 # -- quaternions and matrices -------------------------------------------------------------------
 def _matrix_entries(x, y, z, w):
-    return [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
-            2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
-            2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]
+    return [
+        1 - 2 * (y * y + z * z),
+        2 * (x * y - z * w),
+        2 * (x * z + y * w),
+        2 * (x * y + z * w),
+        1 - 2 * (x * x + z * z),
+        2 * (y * z - x * w),
+        2 * (x * z - y * w),
+        2 * (y * z + x * w),
+        1 - 2 * (x * x + y * y),
+    ]
 
 
 def quaternion_to_matrix(q):
@@ -83,12 +92,23 @@ def quaternion_to_matrix(q):
 
 def _quaternion_candidates(m, stack):
     """The four textbook formulas for the quaternion of ``m`` and their denominators ``t``."""
-    t = [1 + m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2], 1 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2],
-         1 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2], 1 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2]]
+    t = [
+        1 + m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2],
+        1 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2],
+        1 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2],
+        1 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2],
+    ]
     a, b, c = m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]
     d, e, f = m[..., 0, 1] + m[..., 1, 0], m[..., 0, 2] + m[..., 2, 0], m[..., 1, 2] + m[..., 2, 1]
-    cands = stack([stack([a, b, c, t[0]], -1), stack([t[1], d, e, a], -1),
-                   stack([d, t[2], f, b], -1), stack([e, f, t[3], c], -1)], -2)
+    cands = stack(
+        [
+            stack([a, b, c, t[0]], -1),
+            stack([t[1], d, e, a], -1),
+            stack([d, t[2], f, b], -1),
+            stack([e, f, t[3], c], -1),
+        ],
+        -2,
+    )
     return stack(t, -1), cands
 
 

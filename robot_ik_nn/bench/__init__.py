@@ -14,6 +14,7 @@ Every target is reachable (forward kinematics of uniformly random joints) and ev
 judged by the package's own forward kinematics, never by a solver's own report. Ratios compare
 solved per second within this one run.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,12 +32,19 @@ from .measure import judge, one_at_a_time, one_cpu, row, tracking_path
 def machine() -> dict:
     import numba
 
-    info = {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
-            "cpu_count": os.cpu_count(), "threads": numba.get_num_threads(),
-            "processor": platform.processor() or platform.machine()}
+    info = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "cpu_count": os.cpu_count(),
+        "threads": numba.get_num_threads(),
+        "processor": platform.processor() or platform.machine(),
+    }
     try:
         with open("/proc/cpuinfo") as f:
-            info["cpu"] = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+            info["cpu"] = next(
+                (line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), ""
+            )
     except OSError:
         pass
     return info
@@ -56,9 +64,20 @@ def _backends(model, settings, wanted):
     return solvers, notes
 
 
-def run(model, *, targets: int = 10000, single_targets: int | None = None, seed: int = 777,
-        batches=(100, 1000, 10000), backends=BACKENDS, peers: bool = False, budget_ms: float = 5.0,
-        tracking_targets: int = 1000, torch_batched: bool = True, progress=None) -> dict:
+def run(
+    model,
+    *,
+    targets: int = 10000,
+    single_targets: int | None = None,
+    seed: int = 777,
+    batches=(100, 1000, 10000),
+    backends=BACKENDS,
+    peers: bool = False,
+    budget_ms: float = 5.0,
+    tracking_targets: int = 1000,
+    torch_batched: bool = True,
+    progress=None,
+) -> dict:
     """Measure a model folder; ``progress(text)`` hears what is being measured."""
     from ..ik.settings import IKSettings
 
@@ -70,9 +89,18 @@ def run(model, *, targets: int = 10000, single_targets: int | None = None, seed:
     _, P, R = held_out_targets(arm, max(targets, n_single), seed)
     Q = matrix_to_quaternion(R) if pose else None
     Rj = R if pose else None
-    result = {"robot": arm.name, "dof": arm.dof, "mode": main.mode, "heads": main.heads, "seed": seed,
-              "targets": n_single, "budget_ms": budget_ms, "machine": machine(), "notes": notes,
-              "settings": main.settings.to_dict()}
+    result = {
+        "robot": arm.name,
+        "dof": arm.dof,
+        "mode": main.mode,
+        "heads": main.heads,
+        "seed": seed,
+        "targets": n_single,
+        "budget_ms": budget_ms,
+        "machine": machine(),
+        "notes": notes,
+        "settings": main.settings.to_dict(),
+    }
 
     say("network alone")
     result["network"] = {}
@@ -80,14 +108,22 @@ def run(model, *, targets: int = 10000, single_targets: int | None = None, seed:
         solver.network_seeds(P[:100], Rj[:100] if pose else None)  # warm up
         started = time.perf_counter()
         solver.network_seeds(P[:targets], Rj[:targets] if pose else None)
-        result["network"][name] = {"batch": targets, "answers_per_s": targets / (time.perf_counter() - started)}
+        result["network"][name] = {
+            "batch": targets,
+            "answers_per_s": targets / (time.perf_counter() - started),
+        }
 
     single = result["single"] = {}
     with one_cpu():
         for name, solver in [*solvers.items(), ("without network", main.without_network())]:
             say(f"one target at a time: {name}")
-            q, seconds = one_at_a_time(lambda p, quat, _R, s=solver: s.solve(p, quat).q, P[:n_single],
-                                       None if Q is None else Q[:n_single], None, arm.dof)
+            q, seconds = one_at_a_time(
+                lambda p, quat, _R, s=solver: s.solve(p, quat).q,
+                P[:n_single],
+                None if Q is None else Q[:n_single],
+                None,
+                arm.dof,
+            )
             solved, _, _ = judge(fk, arm, q, P[:n_single], None if Rj is None else Rj[:n_single])
             single[name] = row(solved, seconds)
         say("tracking")
@@ -95,17 +131,25 @@ def run(model, *, targets: int = 10000, single_targets: int | None = None, seed:
         if peers:
             result["peers"] = run_peers(arm, fk, P[:n_single], Q, Rj, budget_ms / 1000, say)
     seedless = single["without network"]["solved_per_s"]
-    result["network_gain"] = {name: row_["solved_per_s"] / seedless for name, row_ in single.items()
-                              if name != "without network"}
+    result["network_gain"] = {
+        name: row_["solved_per_s"] / seedless
+        for name, row_ in single.items()
+        if name != "without network"
+    }
     if peers:
         ours = single["compiled"]["solved_per_s"] if "compiled" in single else seedless
-        result["ratios"] = {name: ours / r["solved_per_s"] for name, r in result["peers"].items()
-                            if isinstance(r, dict) and r.get("solved_per_s")}
+        result["ratios"] = {
+            name: ours / r["solved_per_s"]
+            for name, r in result["peers"].items()
+            if isinstance(r, dict) and r.get("solved_per_s")
+        }
 
     say("batches")
     result["batched"] = batched(main, P, Q, Rj, fk, arm, batches, targets)
     if torch_batched:
-        result["batched_torch"] = _torch_batched(model, main.settings, P, Q, Rj, fk, arm, min(targets, 10000))
+        result["batched_torch"] = _torch_batched(
+            model, main.settings, P, Q, Rj, fk, arm, min(targets, 10000)
+        )
     return result
 
 
@@ -132,12 +176,22 @@ def batched(solver, P, Q, R, fk, arm, sizes, limit: int) -> list[dict]:
         n = size * calls
         solver.solve_batch(P[:size], None if Q is None else Q[:size])  # warm up
         started = time.perf_counter()
-        parts = [solver.solve_batch(P[i:i + size], None if Q is None else Q[i:i + size]) for i in range(0, n, size)]
+        parts = [
+            solver.solve_batch(P[i : i + size], None if Q is None else Q[i : i + size])
+            for i in range(0, n, size)
+        ]
         seconds = time.perf_counter() - started
         q = np.concatenate([p.q for p in parts])
         solved, _, _ = judge(fk, arm, q, P[:n], None if R is None else R[:n])
-        rows.append({"batch": size, "targets": n, "solve_rate": float(solved.mean()),
-                     "solved_per_s": float(solved.sum() / seconds), "ms_per_call": 1000 * seconds / calls})
+        rows.append(
+            {
+                "batch": size,
+                "targets": n,
+                "solve_rate": float(solved.mean()),
+                "solved_per_s": float(solved.sum() / seconds),
+                "ms_per_call": 1000 * seconds / calls,
+            }
+        )
     return rows
 
 
@@ -159,8 +213,12 @@ def _torch_batched(model, settings, P, Q, R, fk, arm, n: int) -> dict:
         torch.cuda.synchronize()
     seconds = time.perf_counter() - started
     solved, _, _ = judge(fk, arm, result.q, P[:n], None if R is None else R[:n])
-    out = {"device": device, "batch": n, "solve_rate": float(solved.mean()),
-           "solved_per_s": float(solved.sum() / seconds)}
+    out = {
+        "device": device,
+        "batch": n,
+        "solve_rate": float(solved.mean()),
+        "solved_per_s": float(solved.sum() / seconds),
+    }
     if device == "cuda":
         out["device_name"] = torch.cuda.get_device_name(0)
     return out

@@ -3,6 +3,7 @@
 Every answer, ours and the peers', is judged here by the package's compiled forward kinematics:
 solved = position error <= 1 mm, rotation error <= 0.01 rad, every joint inside its limits.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -47,7 +48,7 @@ def judge(fk, arm, q, P, R, pos_tol: float = 1e-3, rot_tol: float = 0.01):
 
 
 def one_at_a_time(solve, P, Q, R, dof: int) -> tuple[np.ndarray, np.ndarray]:
-    """Call ``solve(p, quat, R)`` per target; (answers (B, dof) with NaN for none, seconds (B,))."""
+    """Call ``solve(p, quat, R)`` per target: (answers (B, dof), NaN for none; seconds (B,))."""
     answers, seconds = np.full((len(P), dof), np.nan), np.empty(len(P))
     solve(P[0], None if Q is None else Q[0], None if R is None else R[0])  # warm up
     clock = time.perf_counter
@@ -63,9 +64,16 @@ def one_at_a_time(solve, P, Q, R, dof: int) -> tuple[np.ndarray, np.ndarray]:
 def row(solved: np.ndarray, seconds: np.ndarray, **extra) -> dict:
     """The figures of one solver on one set of targets (times in microseconds)."""
     us = seconds * 1e6
-    return {"targets": len(us), "solved": int(solved.sum()), "solve_rate": float(solved.mean()),
-            "us_median": float(np.median(us)), "us_p99": float(np.percentile(us, 99)),
-            "us_mean": float(us.mean()), "solved_per_s": float(solved.sum() / seconds.sum()), **extra}
+    return {
+        "targets": len(us),
+        "solved": int(solved.sum()),
+        "solve_rate": float(solved.mean()),
+        "us_median": float(np.median(us)),
+        "us_p99": float(np.percentile(us, 99)),
+        "us_mean": float(us.mean()),
+        "solved_per_s": float(solved.sum() / seconds.sum()),
+        **extra,
+    }
 
 
 def tracking_path(arm, fk, n: int, step_m: float = 0.005, seed: int = 3):
@@ -76,7 +84,9 @@ def tracking_path(arm, fk, n: int, step_m: float = 0.005, seed: int = 3):
     start = arm.lower + span * (0.25 + 0.5 * rng.random(arm.dof))
     direction = rng.standard_normal(arm.dof) * span
     t = np.linspace(0.0, 1.0, 1001)[:, None]
-    dense = start + 0.25 * np.sin(np.pi * t) * direction / np.linalg.norm(direction) * np.linalg.norm(span)
+    dense = start + 0.25 * np.sin(np.pi * t) * direction / np.linalg.norm(
+        direction
+    ) * np.linalg.norm(span)
     dense = np.clip(dense, arm.lower, arm.upper)
     p, _ = fk(dense)
     along = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(p, axis=0), axis=1))])

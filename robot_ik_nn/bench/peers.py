@@ -13,6 +13,7 @@ forward kinematics (bench.judge), never by the peer's own success flag.
 
 Peers are optional (``pip install .[peers]``): a missing one is skipped with a note.
 """
+
 from __future__ import annotations
 
 import io
@@ -43,10 +44,18 @@ class TracIK:
         import pytracik
 
         self._ik = pytracik.ik
-        self.solver = pytracik.TRAC_IK(arm.base, arm.tip, _without_shapes(arm.urdf_text), float(budget_s),
-                                       float(eps), pytracik.SolveType.Speed)
+        self.solver = pytracik.TRAC_IK(
+            arm.base,
+            arm.tip,
+            _without_shapes(arm.urdf_text),
+            float(budget_s),
+            float(eps),
+            pytracik.SolveType.Speed,
+        )
         if pytracik.get_num_joints(self.solver) != arm.dof:
-            raise RuntimeError(f"TRAC-IK sees {pytracik.get_num_joints(self.solver)} joints, not {arm.dof}")
+            raise RuntimeError(
+                f"TRAC-IK sees {pytracik.get_num_joints(self.solver)} joints, not {arm.dof}"
+            )
         pytracik.set_joint_limits(self.solver, arm.lower.tolist(), arm.upper.tolist())
         self.seed = arm.mid_range.tolist()
 
@@ -60,7 +69,9 @@ class TracIK:
 class RtbLM:
     name = "roboticstoolbox ik_LM (C++)"
 
-    def __init__(self, arm, budget_s: float, tol: float = 5e-11, ilimit: int = 30, rng_seed: int = 0):
+    def __init__(
+        self, arm, budget_s: float, tol: float = 5e-11, ilimit: int = 30, rng_seed: int = 0
+    ):
         import roboticstoolbox as rtb
         from roboticstoolbox.models.URDF.URDFRobot import URDF_file
 
@@ -77,7 +88,9 @@ class RtbLM:
         self.T[:3, :3], self.T[:3, 3] = R, pos
         started, q0 = time.perf_counter(), self.mid
         while True:
-            sol = self.ets.ik_LM(self.T, q0=q0, ilimit=self.ilimit, slimit=1, tol=self.tol, joint_limits=True)
+            sol = self.ets.ik_LM(
+                self.T, q0=q0, ilimit=self.ilimit, slimit=1, tol=self.tol, joint_limits=True
+            )
             if sol.success:
                 return np.asarray(sol.q, dtype=float)
             if time.perf_counter() - started >= self.budget:
@@ -96,8 +109,11 @@ class PyBulletIK:
         self.pb, self.arm, self.budget = pb, arm, budget_s
         self.sim = ArmSim(arm)
         self.client, self.body, self.tip = self.sim.client, self.sim.body, self.sim.tip_index
-        movable = [i for i in range(pb.getNumJoints(self.body, physicsClientId=self.client))
-                   if pb.getJointInfo(self.body, i, physicsClientId=self.client)[2] != pb.JOINT_FIXED]
+        movable = [
+            i
+            for i in range(pb.getNumJoints(self.body, physicsClientId=self.client))
+            if pb.getJointInfo(self.body, i, physicsClientId=self.client)[2] != pb.JOINT_FIXED
+        ]
         self.movable = movable
         self.column = [movable.index(i) for i in self.sim.joint_indices]
         self.pos_tol, self.rot_tol = pos_tol, rot_tol
@@ -107,18 +123,29 @@ class PyBulletIK:
         self.sim.set_joints(self.arm.mid_range)
         started = time.perf_counter()
         while True:
-            out = pb.calculateInverseKinematics(self.body, self.tip, pos.tolist(), quat.tolist(), maxNumIterations=100,
-                                                residualThreshold=1e-6, physicsClientId=self.client)
+            out = pb.calculateInverseKinematics(
+                self.body,
+                self.tip,
+                pos.tolist(),
+                quat.tolist(),
+                maxNumIterations=100,
+                residualThreshold=1e-6,
+                physicsClientId=self.client,
+            )
             q = np.asarray(out, dtype=float)[self.column]
             if time.perf_counter() - started >= self.budget:
                 return q
             for i, v in zip(self.movable, out):
                 pb.resetJointState(self.body, i, v, physicsClientId=self.client)
-            state = pb.getLinkState(self.body, self.tip, computeForwardKinematics=True, physicsClientId=self.client)
+            state = pb.getLinkState(
+                self.body, self.tip, computeForwardKinematics=True, physicsClientId=self.client
+            )
             reached = np.asarray(state[4])
             turn = matrix_to_quaternion(R) @ np.asarray(state[5])
-            if (np.linalg.norm(reached - pos) <= self.pos_tol
-                    and 2 * np.arccos(min(1.0, abs(turn))) <= self.rot_tol):
+            if (
+                np.linalg.norm(reached - pos) <= self.pos_tol
+                and 2 * np.arccos(min(1.0, abs(turn))) <= self.rot_tol
+            ):
                 return q
 
     def close(self):
@@ -127,8 +154,11 @@ class PyBulletIK:
 
 def make(name: str, arm, budget_s: float):
     """A peer by name, or a note on why it cannot run here."""
-    kinds = {"trac_ik": (TracIK, "pytracik"), "rtb_ik_lm": (RtbLM, "roboticstoolbox-python"),
-             "pybullet_ik": (PyBulletIK, "pybullet")}
+    kinds = {
+        "trac_ik": (TracIK, "pytracik"),
+        "rtb_ik_lm": (RtbLM, "roboticstoolbox-python"),
+        "pybullet_ik": (PyBulletIK, "pybullet"),
+    }
     cls, package = kinds[name]
     try:
         return cls(arm, budget_s), ""

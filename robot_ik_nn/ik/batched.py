@@ -13,6 +13,7 @@ restart seeds side by side, in rounds that double the seeds per target (the same
 kernel's: the best answer with its stuck joints and a random half redrawn, and uniformly
 random joints), up to ``restarts`` seeds in all. ``iterations=0`` is the network alone.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,16 +46,31 @@ class TorchSolver:
     # -- the verdict, shared with every other path ---------------------------------------------
     def check(self, P: np.ndarray, Q: np.ndarray | None) -> np.ndarray:
         codes = np.zeros(len(P), np.int64)
-        targets.check_all(P, Q if Q is not None else np.zeros((len(P), 4)), Q is not None, self.origin,
-                          self.max_reach, self.settings.quat_tolerance, self.needs_orientation, codes)
+        targets.check_all(
+            P,
+            Q if Q is not None else np.zeros((len(P), 4)),
+            Q is not None,
+            self.origin,
+            self.max_reach,
+            self.settings.quat_tolerance,
+            self.needs_orientation,
+            codes,
+        )
         return codes
 
     # -- solving --------------------------------------------------------------------------------
     def solve(self, pos, quat=None, *, current=None) -> BatchResult:
         """Solve a batch; ``current`` (B, dof): the arm's joints (a tracking network's input)."""
-        P = np.ascontiguousarray(torch.as_tensor(pos).detach().cpu().double().numpy().reshape(-1, 3))
-        Q = None if quat is None else np.ascontiguousarray(
-            torch.as_tensor(quat).detach().cpu().double().numpy().reshape(-1, 4))
+        P = np.ascontiguousarray(
+            torch.as_tensor(pos).detach().cpu().double().numpy().reshape(-1, 3)
+        )
+        Q = (
+            None
+            if quat is None
+            else np.ascontiguousarray(
+                torch.as_tensor(quat).detach().cpu().double().numpy().reshape(-1, 4)
+            )
+        )
         B, n = len(P), self.arm.dof
         codes = self.check(P, Q)
         ok = np.flatnonzero(codes == targets.OK)
@@ -75,19 +91,33 @@ class TorchSolver:
         status = np.where(codes != targets.OK, 2, np.where(solved, 0, 1)).astype(np.int8)
         reasons = [""] * B
         for i in np.flatnonzero(status != 0):
-            reasons[i] = (closest_reached(pe_all[i], re_all[i]) if status[i] == 1 else
-                          targets.reason(int(codes[i]), P[i], None if Q is None else Q[i],
-                                         reach=self.arm.reach, origin=self.origin, arm_name=self.arm.name))
+            reasons[i] = (
+                closest_reached(pe_all[i], re_all[i])
+                if status[i] == 1
+                else targets.reason(
+                    int(codes[i]),
+                    P[i],
+                    None if Q is None else Q[i],
+                    reach=self.arm.reach,
+                    origin=self.origin,
+                    arm_name=self.arm.name,
+                )
+            )
         return BatchResult(q_all, status, pe_all, re_all, reasons)
 
     def seed(self, p, R, current=None) -> torch.Tensor:
         """The network's closest candidate (mid-range without a network), float64."""
         if self.net is None:
-            return torch.as_tensor(self.arm.mid_range, dtype=torch.float64,
-                                   device=self.device).expand(len(p), -1).clone()
+            return (
+                torch.as_tensor(self.arm.mid_range, dtype=torch.float64, device=self.device)
+                .expand(len(p), -1)
+                .clone()
+            )
         with torch.no_grad():
             rot = R.float() if self.net.config.mode == "pose" else None
-            cands = self.net.candidates(p.float(), rot, None if current is None else current.float())
+            cands = self.net.candidates(
+                p.float(), rot, None if current is None else current.float()
+            )
         return pick_closest(self.kin, self.kin.clamp(cands.double()), p, R)
 
     def errors(self, q, p, R):
@@ -125,13 +155,20 @@ class TorchSolver:
                 break
             Ja, ea = J[active], e[active]
             JT = Ja.transpose(1, 2)
-            step = torch.linalg.solve(JT @ Ja + lam[active, None, None] * eye, JT @ ea.unsqueeze(-1)).squeeze(-1)
+            step = torch.linalg.solve(
+                JT @ Ja + lam[active, None, None] * eye, JT @ ea.unsqueeze(-1)
+            ).squeeze(-1)
             q_new = self.kin.clamp(q[active] + step)
             e_new, J_new = self._linearise(q_new, p[active], None if R is None else R[active])
             c_new = (e_new * e_new).sum(-1)
             better = c_new < cost[active]
             acc, rej = active[better], active[~better]
-            q[acc], e[acc], J[acc], cost[acc] = q_new[better], e_new[better], J_new[better], c_new[better]
+            q[acc], e[acc], J[acc], cost[acc] = (
+                q_new[better],
+                e_new[better],
+                J_new[better],
+                c_new[better],
+            )
             lam[acc] = (lam[acc] / 3).clamp_min(1e-9)
             lam[rej] = (lam[rej] * 4).clamp_max(1e4)
         return q
@@ -141,7 +178,9 @@ class TorchSolver:
         uniformly random, as kernel.restart_seed."""
         lo = torch.where(self.kin.continuous, -math.pi, self.kin.lower)
         hi = torch.where(self.kin.continuous, math.pi, self.kin.upper)
-        fresh = lo + torch.rand(q.shape, generator=self.generator, device=q.device, dtype=q.dtype) * (hi - lo)
+        fresh = lo + torch.rand(
+            q.shape, generator=self.generator, device=q.device, dtype=q.dtype
+        ) * (hi - lo)
         stuck = ((q - lo).abs() < 1e-9) | ((q - hi).abs() < 1e-9)
         coin = torch.rand(q.shape, generator=self.generator, device=q.device, dtype=q.dtype) < 0.5
         partial = torch.where(stuck | coin, fresh, q)

@@ -19,22 +19,38 @@ seeds, alternately the best answer so far with its joints stuck at a limit and a
 the others redrawn (the arm kept, another wrist branch tried) and a uniformly random one. The
 first answer within tolerance wins; otherwise the closest one is the best effort.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit
 
-from . import targets
 from .seeds import NM_POSE
 
 # chain row layout
 A_, B_, C_, P_, K_, AK_, TYPE, LO, HI, ROW = 0, 9, 18, 27, 30, 33, 36, 37, 38, 40
 REVOLUTE, CONTINUOUS, PRISMATIC = 0.0, 1.0, 2.0
 # cfg layout
-(POS_TOL, ROT_TOL, ROT_W, ITERS, RESTARTS, RESTART_ITERS, WARM, STOP, OX, OY, OZ, REACH, QTOL,
- NEEDS_ROT, USE_NET, CFG) = range(16)
+(
+    POS_TOL,
+    ROT_TOL,
+    ROT_W,
+    ITERS,
+    RESTARTS,
+    RESTART_ITERS,
+    WARM,
+    STOP,
+    OX,
+    OY,
+    OZ,
+    REACH,
+    QTOL,
+    NEEDS_ROT,
+    USE_NET,
+    CFG,
+) = range(16)
 TWO_PI = 2.0 * math.pi
 
 
@@ -48,19 +64,21 @@ def pack_chain(arm, margin: float = 0.0) -> np.ndarray:
     for i, j in enumerate(arm.joints):
         R, K = j.origin[:3, :3], _skew(j.axis)
         moving = j.type != "prismatic"
-        chain[i, A_:A_ + 9] = R.ravel()
-        chain[i, B_:B_ + 9] = (R @ K).ravel() if moving else 0.0
-        chain[i, C_:C_ + 9] = (R @ K @ K).ravel() if moving else 0.0
-        chain[i, P_:P_ + 3] = j.origin[:3, 3]
-        chain[i, K_:K_ + 3] = j.axis
-        chain[i, AK_:AK_ + 3] = R @ j.axis
-        chain[i, TYPE] = {"revolute": REVOLUTE, "continuous": CONTINUOUS, "prismatic": PRISMATIC}[j.type]
+        chain[i, A_ : A_ + 9] = R.ravel()
+        chain[i, B_ : B_ + 9] = (R @ K).ravel() if moving else 0.0
+        chain[i, C_ : C_ + 9] = (R @ K @ K).ravel() if moving else 0.0
+        chain[i, P_ : P_ + 3] = j.origin[:3, 3]
+        chain[i, K_ : K_ + 3] = j.axis
+        chain[i, AK_ : AK_ + 3] = R @ j.axis
+        chain[i, TYPE] = {"revolute": REVOLUTE, "continuous": CONTINUOUS, "prismatic": PRISMATIC}[
+            j.type
+        ]
         keep = 0.0 if j.type == "continuous" else margin
         chain[i, LO], chain[i, HI] = j.lower + keep, j.upper - keep
         if chain[i, LO] > chain[i, HI]:
             raise ValueError(f"margin {margin} leaves joint '{j.name}' no room inside its limits")
-    chain[-1, A_:A_ + 9] = arm.tip_offset[:3, :3].ravel()
-    chain[-1, P_:P_ + 3] = arm.tip_offset[:3, 3]
+    chain[-1, A_ : A_ + 9] = arm.tip_offset[:3, :3].ravel()
+    chain[-1, P_ : P_ + 3] = arm.tip_offset[:3, 3]
     return chain
 
 
@@ -68,9 +86,16 @@ def pack_cfg(settings, arm, needs_orientation: bool, use_network: bool) -> np.nd
     cfg = np.zeros(CFG)
     s = settings
     cfg[[POS_TOL, ROT_TOL, ROT_W, ITERS, RESTARTS, RESTART_ITERS, WARM]] = (
-        s.pos_tol, s.rot_tol, s.rot_weight, s.iterations, s.restarts, s.restart_iterations, s.warm_radius)
+        s.pos_tol,
+        s.rot_tol,
+        s.rot_weight,
+        s.iterations,
+        s.restarts,
+        s.restart_iterations,
+        s.warm_radius,
+    )
     cfg[STOP] = (s.stop_fraction * s.pos_tol) ** 2
-    cfg[OX:OZ + 1] = arm.joints[0].origin[:3, 3]
+    cfg[OX : OZ + 1] = arm.joints[0].origin[:3, 3]
     cfg[REACH] = s.reach_margin * arm.reach + 0.01
     cfg[QTOL] = s.quat_tolerance
     cfg[NEEDS_ROT] = needs_orientation
@@ -87,10 +112,17 @@ def pack_model(arm, settings, network=None) -> np.ndarray:
     from .seeds import empty_network
 
     net = network if network is not None else empty_network(arm.dof)
-    parts = [pack_chain(arm, settings.margin).ravel(),
-             pack_cfg(settings, arm, needs_orientation=network is not None and net.meta[NM_POSE] > 0,
-                      use_network=network is not None),
-             net.meta, net.sizes.astype(float)]
+    parts = [
+        pack_chain(arm, settings.margin).ravel(),
+        pack_cfg(
+            settings,
+            arm,
+            needs_orientation=network is not None and net.meta[NM_POSE] > 0,
+            use_network=network is not None,
+        ),
+        net.meta,
+        net.sizes.astype(float),
+    ]
     offsets = np.cumsum([HEADER] + [len(p) for p in parts])
     header = [arm.dof, len(net.sizes) - 1, net.width, *offsets[:4], net.heads]
     return np.concatenate([np.array(header, float)] + parts)
@@ -100,11 +132,11 @@ def pack_model(arm, settings, network=None) -> np.ndarray:
 def parts(model):
     """(chain, cfg, meta, sizes) views of a model buffer."""
     n, o = int(model[0]), model[3:7]
-    chain = model[int(o[0]):int(o[1])].reshape((n + 1, ROW))
-    return chain, model[int(o[1]):int(o[2])], model[int(o[2]):int(o[3])], model[int(o[3]):]
+    chain = model[int(o[0]) : int(o[1])].reshape((n + 1, ROW))
+    return chain, model[int(o[1]) : int(o[2])], model[int(o[2]) : int(o[3])], model[int(o[3]) :]
 
 
-# -- kinematics ------------------------------------------------------------------------------------
+# -- kinematics -----------------------------------------------------------------------------------
 @njit(cache=True)
 def fk(chain, q, p, R, J, work, want_jac):
     """Tip position ``p`` (3,) and rotation ``R`` (3, 3) for joints ``q``; with ``want_jac`` also
@@ -118,7 +150,11 @@ def fk(chain, q, p, R, J, work, want_jac):
         y += r3 * px + r4 * py + r5 * pz
         z += r6 * px + r7 * py + r8 * pz
         ax, ay, az = chain[j, AK_], chain[j, AK_ + 1], chain[j, AK_ + 2]
-        zx, zy, zz = r0 * ax + r1 * ay + r2 * az, r3 * ax + r4 * ay + r5 * az, r6 * ax + r7 * ay + r8 * az
+        zx, zy, zz = (
+            r0 * ax + r1 * ay + r2 * az,
+            r3 * ax + r4 * ay + r5 * az,
+            r6 * ax + r7 * ay + r8 * az,
+        )
         if want_jac:
             work[j, 0], work[j, 1], work[j, 2] = x, y, z
             work[j, 3], work[j, 4], work[j, 5] = zx, zy, zz
@@ -141,9 +177,16 @@ def fk(chain, q, p, R, J, work, want_jac):
             m7 = chain[j, A_ + 7] + s * chain[j, B_ + 7] + c1 * chain[j, C_ + 7]
             m8 = chain[j, A_ + 8] + s * chain[j, B_ + 8] + c1 * chain[j, C_ + 8]
         r0, r1, r2, r3, r4, r5, r6, r7, r8 = (
-            r0 * m0 + r1 * m3 + r2 * m6, r0 * m1 + r1 * m4 + r2 * m7, r0 * m2 + r1 * m5 + r2 * m8,
-            r3 * m0 + r4 * m3 + r5 * m6, r3 * m1 + r4 * m4 + r5 * m7, r3 * m2 + r4 * m5 + r5 * m8,
-            r6 * m0 + r7 * m3 + r8 * m6, r6 * m1 + r7 * m4 + r8 * m7, r6 * m2 + r7 * m5 + r8 * m8)
+            r0 * m0 + r1 * m3 + r2 * m6,
+            r0 * m1 + r1 * m4 + r2 * m7,
+            r0 * m2 + r1 * m5 + r2 * m8,
+            r3 * m0 + r4 * m3 + r5 * m6,
+            r3 * m1 + r4 * m4 + r5 * m7,
+            r3 * m2 + r4 * m5 + r5 * m8,
+            r6 * m0 + r7 * m3 + r8 * m6,
+            r6 * m1 + r7 * m4 + r8 * m7,
+            r6 * m2 + r7 * m5 + r8 * m8,
+        )
     t = chain[n]
     p[0] = x + r0 * t[P_] + r1 * t[P_ + 1] + r2 * t[P_ + 2]
     p[1] = y + r3 * t[P_] + r4 * t[P_ + 1] + r5 * t[P_ + 2]
@@ -212,7 +255,7 @@ def quat_to_matrix(quat, R):
     R[2, 0], R[2, 1], R[2, 2] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
 
 
-# -- scratch: one buffer per thread, seen through views --------------------------------------------
+# -- scratch: one buffer per thread, seen through views -------------------------------------------
 def scratch_size(n: int, heads: int = 1, width: int = 1) -> int:
     return 4 * n + 12 + 12 * n + n * n + 12 + 6 * n + 9 + heads * n + heads + 2 * width + 1
 
@@ -220,32 +263,58 @@ def scratch_size(n: int, heads: int = 1, width: int = 1) -> int:
 @njit(cache=True)
 def views(scratch, n, heads, width):
     """Views of the scratch buffers for one solve: q_new, best, step, rhs (n); e, e_new (6);
-    J, J_new (6, n); H (n, n); p (3); R (3, 3); work (n, 6); Rt (3, 3); h1, h2 (width, the network);
+    J, J_new (6, n); H (n, n); p (3); R (3, 3); work (n, 6); Rt (3, 3); h1, h2 (the network's);
     the random state (1, uint64); the network's candidates (heads, n) and their scores (heads)."""
     o = 0
-    q_new, best, step, rhs = scratch[o:o + n], scratch[o + n:o + 2 * n], scratch[o + 2 * n:o + 3 * n], \
-        scratch[o + 3 * n:o + 4 * n]
+    q_new, best, step, rhs = (
+        scratch[o : o + n],
+        scratch[o + n : o + 2 * n],
+        scratch[o + 2 * n : o + 3 * n],
+        scratch[o + 3 * n : o + 4 * n],
+    )
     o += 4 * n
-    e, e_new = scratch[o:o + 6], scratch[o + 6:o + 12]
+    e, e_new = scratch[o : o + 6], scratch[o + 6 : o + 12]
     o += 12
-    J, J_new = scratch[o:o + 6 * n].reshape((6, n)), scratch[o + 6 * n:o + 12 * n].reshape((6, n))
+    J, J_new = (
+        scratch[o : o + 6 * n].reshape((6, n)),
+        scratch[o + 6 * n : o + 12 * n].reshape((6, n)),
+    )
     o += 12 * n
-    H = scratch[o:o + n * n].reshape((n, n))
+    H = scratch[o : o + n * n].reshape((n, n))
     o += n * n
-    p, R = scratch[o:o + 3], scratch[o + 3:o + 12].reshape((3, 3))
+    p, R = scratch[o : o + 3], scratch[o + 3 : o + 12].reshape((3, 3))
     o += 12
-    work = scratch[o:o + 6 * n].reshape((n, 6))
+    work = scratch[o : o + 6 * n].reshape((n, 6))
     o += 6 * n
-    Rt = scratch[o:o + 9].reshape((3, 3))
+    Rt = scratch[o : o + 9].reshape((3, 3))
     o += 9
-    netq = scratch[o:o + heads * n].reshape((heads, n))
+    netq = scratch[o : o + heads * n].reshape((heads, n))
     o += heads * n
-    scores = scratch[o:o + heads]
+    scores = scratch[o : o + heads]
     o += heads
-    h1, h2 = scratch[o:o + width], scratch[o + width:o + 2 * width]
+    h1, h2 = scratch[o : o + width], scratch[o + width : o + 2 * width]
     o += 2 * width
-    state = scratch[o:o + 1].view(np.uint64)
-    return (q_new, best, step, rhs, e, e_new, J, J_new, H, p, R, work, Rt, h1, h2, state, netq, scores)
+    state = scratch[o : o + 1].view(np.uint64)
+    return (
+        q_new,
+        best,
+        step,
+        rhs,
+        e,
+        e_new,
+        J,
+        J_new,
+        H,
+        p,
+        R,
+        work,
+        Rt,
+        h1,
+        h2,
+        state,
+        netq,
+        scores,
+    )
 
 
 @njit(cache=True)
@@ -285,7 +354,16 @@ def refine(chain, cfg, q, pt, Rt, has_rot, iterations, ws):
     Stops when the error is far inside the tolerance, or when no step helps any more.
     Returns (position error, rotation error) at the final ``q`` and the iterations used."""
     n = q.shape[0]
-    q_new, step, rhs, e, e_new, J, J_new, H = ws[0], ws[2], ws[3], ws[4], ws[5], ws[6], ws[7], ws[8]
+    q_new, step, rhs, e, e_new, J, J_new, H = (
+        ws[0],
+        ws[2],
+        ws[3],
+        ws[4],
+        ws[5],
+        ws[6],
+        ws[7],
+        ws[8],
+    )
     m = 6 if has_rot else 3
     clamp(chain, q)
     cost, pe, re = residual(chain, cfg, q, pt, Rt, has_rot, e, J, ws, True)
@@ -328,7 +406,9 @@ def refine(chain, cfg, q, pt, Rt, has_rot, iterations, ws):
         for a in range(n):
             q_new[a] = q[a] + step[a]
         clamp(chain, q_new)
-        c_new, pe_new, re_new = residual(chain, cfg, q_new, pt, Rt, has_rot, e_new, J_new, ws, True)
+        c_new, pe_new, re_new = residual(
+            chain, cfg, q_new, pt, Rt, has_rot, e_new, J_new, ws, True
+        )
         if c_new < cost:
             cost, pe, re = c_new, pe_new, re_new
             q[:] = q_new
@@ -340,7 +420,7 @@ def refine(chain, cfg, q, pt, Rt, has_rot, iterations, ws):
     return pe, re, used
 
 
-# -- random numbers (splitmix64: reproducible, one state per target) -------------------------------
+# -- random numbers (splitmix64: reproducible, one state per target) ------------------------------
 @njit(cache=True)
 def _uniform(state):
     state[0] += np.uint64(0x9E3779B97F4A7C15)

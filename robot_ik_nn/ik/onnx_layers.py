@@ -1,10 +1,12 @@
 """The network's layers as ONNX, written from the safetensors weights (no torch needed) and run
-with onnxruntime, in float64 like every backend (seeds.py says why). The graph is the layers alone (features in, the quaternion head out); the
-steps around them are seeds.features and seeds.angles, the same for every backend.
+with onnxruntime, in float64 like every backend (seeds.py says why). The graph is the layers
+alone (features in, the quaternion head out); the steps around them are seeds.features and
+seeds.angles, the same for every backend.
 
 ``model.onnx`` records the SHA-256 of the weights it was written from; loading refuses a file
 that belongs to other weights.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,22 +25,30 @@ def onnx_bytes(network: NetArrays, weights_sha256: str) -> bytes:
 
     nodes, inits, last = [], [], "features"
     for i, (w, b) in enumerate(network.layers):
-        inits += [numpy_helper.from_array(np.asarray(w, np.float64), f"W{i}"),
-                  numpy_helper.from_array(np.asarray(b, np.float64), f"b{i}")]
+        inits += [
+            numpy_helper.from_array(np.asarray(w, np.float64), f"W{i}"),
+            numpy_helper.from_array(np.asarray(b, np.float64), f"b{i}"),
+        ]
         out = "head" if i == len(network.layers) - 1 else f"z{i}"
         nodes.append(helper.make_node("Gemm", [last, f"W{i}", f"b{i}"], [out], transB=1))
         if out != "head":
-            nodes += [helper.make_node("Sigmoid", [out], [f"s{i}"]),
-                      helper.make_node("Mul", [out, f"s{i}"], [f"h{i}"])]
+            nodes += [
+                helper.make_node("Sigmoid", [out], [f"s{i}"]),
+                helper.make_node("Mul", [out, f"s{i}"], [f"h{i}"]),
+            ]
             out = f"h{i}"
         last = out
     sizes = network.sizes
     graph = helper.make_graph(
-        nodes, "robot_ik_nn_layers",
+        nodes,
+        "robot_ik_nn_layers",
         [helper.make_tensor_value_info("features", TensorProto.DOUBLE, ["batch", int(sizes[0])])],
-        [helper.make_tensor_value_info("head", TensorProto.DOUBLE, ["batch", int(sizes[-1])])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              producer_name="robot_ik_nn")
+        [helper.make_tensor_value_info("head", TensorProto.DOUBLE, ["batch", int(sizes[-1])])],
+        inits,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="robot_ik_nn"
+    )
     model.ir_version = 8  # readable by onnxruntime releases of the last few years
     helper.set_model_props(model, {"weights_sha256": weights_sha256})
     onnx.checker.check_model(model)

@@ -14,15 +14,40 @@ mid-range), projected into the limits and judged; otherwise, first answer within
 
 When none is within tolerance the closest one is the best effort.
 """
+
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
 
 from . import targets
-from .kernel import (CONTINUOUS, HI, ITERS, LO, OX, OZ, POS_TOL, QTOL, REACH, RESTART_ITERS, RESTARTS,
-                     ROT_TOL, ROT_W, TYPE, USE_NET, WARM, NEEDS_ROT, clamp, fk, parts, quat_to_matrix,
-                     refine, residual, restart_seed, views)
+from .kernel import (
+    CONTINUOUS,
+    HI,
+    ITERS,
+    LO,
+    NEEDS_ROT,
+    OX,
+    OZ,
+    POS_TOL,
+    QTOL,
+    REACH,
+    RESTART_ITERS,
+    RESTARTS,
+    ROT_TOL,
+    ROT_W,
+    TYPE,
+    USE_NET,
+    WARM,
+    clamp,
+    fk,
+    parts,
+    quat_to_matrix,
+    refine,
+    residual,
+    restart_seed,
+    views,
+)
 from .seeds import net_forward
 
 
@@ -69,7 +94,9 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
     kernel (``has_seed``), else the compiled network runs here, and only when it is needed.
     Status 0 solved, 1 best effort, 2 rejected; ``why`` is a targets code."""
     chain, cfg, meta, sizes = parts(model)
-    code = targets.check(pt, quat, has_quat, cfg[OX:OZ + 1], cfg[REACH], cfg[QTOL], cfg[NEEDS_ROT] > 0)
+    code = targets.check(
+        pt, quat, has_quat, cfg[OX : OZ + 1], cfg[REACH], cfg[QTOL], cfg[NEEDS_ROT] > 0
+    )
     if code != targets.OK:
         q[:] = np.nan
         return 2, code, np.nan, np.nan, 0
@@ -143,14 +170,30 @@ def solve_one(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_see
     LM iterations."""
     n = int(model[0])
     ws = views(scratch, n, int(model[7]), max(int(model[2]), 1))
-    status, why, pe, re, its = solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed,
-                                            has_seed, out[:n], ws)
+    status, why, pe, re, its = solve_target(
+        model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_seed, out[:n], ws
+    )
     out[n], out[n + 1], out[n + 2], out[n + 3], out[n + 4] = status, why, pe, re, its
 
 
 @njit(cache=True, parallel=True)
-def solve_batch(model, netw, P, Q, has_quat, warm, cur, has_cur, seeds, has_seed, rng_seed, chunks,
-                scratch_len, q, info):
+def solve_batch(
+    model,
+    netw,
+    P,
+    Q,
+    has_quat,
+    warm,
+    cur,
+    has_cur,
+    seeds,
+    has_seed,
+    rng_seed,
+    chunks,
+    scratch_len,
+    q,
+    info,
+):
     """Every target of a batch, in parallel over ``chunks`` slices; target ``i``'s random numbers
     come from ``(rng_seed, i)`` alone, so the answers do not depend on the number of threads."""
     B, n = P.shape[0], q.shape[1]
@@ -160,8 +203,20 @@ def solve_batch(model, netw, P, Q, has_quat, warm, cur, has_cur, seeds, has_seed
         ws = views(scratch, n, int(model[7]), width)
         for i in range(c * B // chunks, (c + 1) * B // chunks):
             ws[15][0] = np.uint64(rng_seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(i)
-            status, why, pe, re, its = solve_target(model, netw, P[i], Q[i], has_quat, warm[i], cur[i],
-                                                    has_cur, seeds[i], has_seed, q[i], ws)
+            status, why, pe, re, its = solve_target(
+                model,
+                netw,
+                P[i],
+                Q[i],
+                has_quat,
+                warm[i],
+                cur[i],
+                has_cur,
+                seeds[i],
+                has_seed,
+                q[i],
+                ws,
+            )
             info[i, 0], info[i, 1], info[i, 2], info[i, 3], info[i, 4] = status, why, pe, re, its
 
 

@@ -15,6 +15,7 @@ wrist singularities), which the refinement removes anyway. Pre- and post-process
 the joint limits) are written twice: vectorised numpy here for batches, scalar in
 :func:`net_forward` for the compiled path; tests hold both to the torch network.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,16 +24,25 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-
 BACKENDS = ("compiled", "numpy", "onnx")
 # meta layout: what the network does around its layers (mode, symmetry, input scaling, limits)
 NM_POSE, NM_TRACK, NM_YAW, NM_J1R, NM_J1P, NM_BASIS, NM_CENTER, NM_SCALE, NM_LIMITS = (
-    0, 1, 2, 3, 12, 15, 24, 27, 30)
+    0,
+    1,
+    2,
+    3,
+    12,
+    15,
+    24,
+    27,
+    30,
+)
 
 
 @dataclass
 class NetArrays:
     """The network as flat arrays: what the kernel and the numpy backend read."""
+
     W: np.ndarray  # float64, every layer's (out, in) weights back to back
     b: np.ndarray  # float64 biases back to back
     sizes: np.ndarray  # int64 [inputs, hidden..., 2 * dof]
@@ -52,41 +62,53 @@ class NetArrays:
 
 def empty_network(dof: int) -> NetArrays:
     """What the kernel is given when there is no network."""
-    return NetArrays(np.zeros(1), np.zeros(1), np.ones(1, np.int64),
-                     np.zeros(NM_LIMITS + 3 * dof), [], heads=1)
+    return NetArrays(
+        np.zeros(1), np.zeros(1), np.ones(1, np.int64), np.zeros(NM_LIMITS + 3 * dof), [], heads=1
+    )
 
 
 def pack_network(state: dict, config: dict) -> NetArrays:
     """Arrays from a model folder's tensors (numpy) and its ``network`` config."""
-    names = sorted({k.rsplit(".", 1)[0] for k in state if k.startswith("body.")},
-                   key=lambda k: int(k.split(".")[1])) + ["head"]
-    layers = [(np.ascontiguousarray(state[f"{k}.weight"], np.float64),
-               np.ascontiguousarray(state[f"{k}.bias"], np.float64)) for k in names]
+    names = sorted(
+        {k.rsplit(".", 1)[0] for k in state if k.startswith("body.")},
+        key=lambda k: int(k.split(".")[1]),
+    ) + ["head"]
+    layers = [
+        (
+            np.ascontiguousarray(state[f"{k}.weight"], np.float64),
+            np.ascontiguousarray(state[f"{k}.bias"], np.float64),
+        )
+        for k in names
+    ]
     sizes = np.array([layers[0][0].shape[1]] + [w.shape[0] for w, _ in layers], np.int64)
     W = np.concatenate([w.ravel() for w, _ in layers])
     b = np.concatenate([bb for _, bb in layers])
     offsets = np.cumsum([0] + [w.size for w, _ in layers])
     boffsets = np.cumsum([0] + [bb.size for _, bb in layers])
-    views = [(W[offsets[i]:offsets[i + 1]].reshape(w.shape), b[boffsets[i]:boffsets[i + 1]])
-             for i, (w, _) in enumerate(layers)]
+    views = [
+        (W[offsets[i] : offsets[i + 1]].reshape(w.shape), b[boffsets[i] : boffsets[i + 1]])
+        for i, (w, _) in enumerate(layers)
+    ]
     dof = int(config["dof"])
     meta = np.zeros(NM_LIMITS + 3 * dof)
     meta[NM_POSE] = config["mode"] == "pose"
     meta[NM_TRACK] = bool(config.get("tracking", False))
     meta[NM_YAW] = bool(config.get("yaw_symmetry", False))
-    meta[NM_J1R:NM_J1R + 9] = np.asarray(state["j1_R"], float).ravel()
-    meta[NM_J1P:NM_J1P + 3] = np.asarray(state["j1_p"], float)
-    meta[NM_BASIS:NM_BASIS + 9] = np.asarray(state["j1_basis"], float).ravel()
-    meta[NM_CENTER:NM_CENTER + 3] = np.asarray(state["pos_center"], float)
-    meta[NM_SCALE:NM_SCALE + 3] = np.asarray(state["pos_scale"], float)
-    meta[NM_LIMITS:NM_LIMITS + dof] = np.asarray(state["lower"], np.float32)
-    meta[NM_LIMITS + dof:NM_LIMITS + 2 * dof] = np.asarray(state["upper"], np.float32)
-    meta[NM_LIMITS + 2 * dof:NM_LIMITS + 3 * dof] = np.asarray(state["continuous"], bool)
+    meta[NM_J1R : NM_J1R + 9] = np.asarray(state["j1_R"], float).ravel()
+    meta[NM_J1P : NM_J1P + 3] = np.asarray(state["j1_p"], float)
+    meta[NM_BASIS : NM_BASIS + 9] = np.asarray(state["j1_basis"], float).ravel()
+    meta[NM_CENTER : NM_CENTER + 3] = np.asarray(state["pos_center"], float)
+    meta[NM_SCALE : NM_SCALE + 3] = np.asarray(state["pos_scale"], float)
+    meta[NM_LIMITS : NM_LIMITS + dof] = np.asarray(state["lower"], np.float32)
+    meta[NM_LIMITS + dof : NM_LIMITS + 2 * dof] = np.asarray(state["upper"], np.float32)
+    meta[NM_LIMITS + 2 * dof : NM_LIMITS + 3 * dof] = np.asarray(state["continuous"], bool)
     heads = int(config.get("heads", 1))
     expected = 3 + (6 if meta[NM_POSE] else 0) + (dof if meta[NM_TRACK] else 0)
     if sizes[0] != expected or sizes[-1] != 2 * dof * heads:
-        raise ValueError(f"network layers {sizes.tolist()} do not fit a {config['mode']} network for "
-                         f"{dof} joints and {heads} heads")
+        raise ValueError(
+            f"network layers {sizes.tolist()} do not fit a {config['mode']} network for "
+            f"{dof} joints and {heads} heads"
+        )
     return NetArrays(W, b, sizes, meta, views, heads)
 
 
@@ -99,30 +121,37 @@ def features(net: NetArrays, pos, R=None, current=None):
     """Network inputs (B, in) float64 and psi (B,), the first joint's turn to each target."""
     m = net.meta
     dof = (len(m) - NM_LIMITS) // 3
-    j1R, j1p = m[NM_J1R:NM_J1R + 9].reshape(3, 3), m[NM_J1P:NM_J1P + 3]
+    j1R, j1p = m[NM_J1R : NM_J1R + 9].reshape(3, 3), m[NM_J1P : NM_J1P + 3]
     local = (np.asarray(pos, float) - j1p) @ j1R
     local_rot = None if R is None else j1R.T @ np.asarray(R, float)
     psi = np.zeros(len(local))
     canon, canon_rot = local, local_rot
     if m[NM_YAW]:
-        basis = m[NM_BASIS:NM_BASIS + 9].reshape(3, 3)
+        basis = m[NM_BASIS : NM_BASIS + 9].reshape(3, 3)
         coords = local @ basis.T
         psi = np.arctan2(coords[:, 1], coords[:, 0])
         c, s = np.cos(psi), np.sin(psi)
         turn = np.zeros((len(psi), 3, 3))
-        turn[:, 0, 0], turn[:, 0, 1], turn[:, 1, 0], turn[:, 1, 1], turn[:, 2, 2] = c, s, -s, c, 1.0
+        turn[:, 0, 0], turn[:, 0, 1], turn[:, 1, 0], turn[:, 1, 1], turn[:, 2, 2] = (
+            c,
+            s,
+            -s,
+            c,
+            1.0,
+        )
         M = basis.T @ turn @ basis
         canon = np.einsum("bij,bj->bi", M, local)
         canon_rot = None if local_rot is None else M @ local_rot
-    parts = [(canon - m[NM_CENTER:NM_CENTER + 3]) / m[NM_SCALE:NM_SCALE + 3]]
+    parts = [(canon - m[NM_CENTER : NM_CENTER + 3]) / m[NM_SCALE : NM_SCALE + 3]]
     if m[NM_POSE]:
         if canon_rot is None:
             raise ValueError("a pose-mode network needs the target orientation")
         parts.append(np.concatenate([canon_rot[:, :, 0], canon_rot[:, :, 1]], axis=1))
     if m[NM_TRACK]:
-        lo, hi = m[NM_LIMITS:NM_LIMITS + dof], m[NM_LIMITS + dof:NM_LIMITS + 2 * dof]
-        cur = np.broadcast_to((lo + hi) / 2 if current is None else np.asarray(current, float),
-                              (len(psi), dof))
+        lo, hi = m[NM_LIMITS : NM_LIMITS + dof], m[NM_LIMITS + dof : NM_LIMITS + 2 * dof]
+        cur = np.broadcast_to(
+            (lo + hi) / 2 if current is None else np.asarray(current, float), (len(psi), dof)
+        )
         rel = (cur - (lo + hi) / 2) / ((hi - lo) / 2)
         if m[NM_YAW]:
             rel = np.concatenate([_wrap(cur[:, :1] - psi[:, None]) / math.pi, rel[:, 1:]], axis=1)
@@ -149,8 +178,8 @@ def angles(net: NetArrays, raw: np.ndarray, psi: np.ndarray) -> np.ndarray:
     """The heads' output (B, 2 dof heads) -> joint angles (B, heads, dof) inside the limits."""
     m = net.meta
     dof = raw.shape[1] // (2 * net.heads)
-    lo, hi = m[NM_LIMITS:NM_LIMITS + dof], m[NM_LIMITS + dof:NM_LIMITS + 2 * dof]
-    continuous = m[NM_LIMITS + 2 * dof:NM_LIMITS + 3 * dof] > 0
+    lo, hi = m[NM_LIMITS : NM_LIMITS + dof], m[NM_LIMITS + dof : NM_LIMITS + 2 * dof]
+    continuous = m[NM_LIMITS + 2 * dof : NM_LIMITS + 3 * dof] > 0
     sc = raw.reshape(len(raw), net.heads, dof, 2).astype(float)
     sc = sc / np.maximum(np.linalg.norm(sc, axis=-1, keepdims=True), 1e-6)
     s, c = sc[..., 0], sc[..., 1]
@@ -169,7 +198,7 @@ def _into_limits(angle, lo, hi, continuous):
     return np.where(rep > hi, np.where(nearer_hi, hi, lo), rep)
 
 
-# -- compiled: one target inside the solver's call ---------------------------------------------------
+# -- compiled: one target inside the solver's call ------------------------------------------------
 @njit(cache=True, fastmath=True)
 def _layer(W, b, x, y, act):
     """y = W x + b (then SiLU), four rows at a time: each x[i] loaded once serves four sums."""
@@ -201,7 +230,7 @@ def net_forward(netw, sizes, meta, pt, Rt, cur, has_cur, q_out, h1, h2):
     """The network's candidates for one target (position ``pt``, rotation ``Rt``) into ``q_out``
     (heads, dof); ``netw`` holds the weights then the biases, ``sizes`` the layer widths."""
     heads, dof = q_out.shape
-    j1R, o = meta[NM_J1R:NM_J1R + 9], meta[NM_J1P:NM_J1P + 3]
+    j1R, o = meta[NM_J1R : NM_J1R + 9], meta[NM_J1P : NM_J1P + 3]
     # the target in the first joint's frame: R^T (p - o), R^T Rt (no allocation: per target)
     dx, dy, dz = pt[0] - o[0], pt[1] - o[1], pt[2] - o[2]
     lx = j1R[0] * dx + j1R[3] * dy + j1R[6] * dz
@@ -212,9 +241,11 @@ def net_forward(netw, sizes, meta, pt, Rt, cur, has_cur, q_out, h1, h2):
     psi = 0.0
     c, s = 1.0, 0.0
     yaw = meta[NM_YAW] > 0
-    bs = meta[NM_BASIS:NM_BASIS + 9]
+    bs = meta[NM_BASIS : NM_BASIS + 9]
     if yaw:  # psi: the target's angle about the first axis, in the (u, v, k) basis
-        psi = math.atan2(bs[3] * lx + bs[4] * ly + bs[5] * lz, bs[0] * lx + bs[1] * ly + bs[2] * lz)
+        psi = math.atan2(
+            bs[3] * lx + bs[4] * ly + bs[5] * lz, bs[0] * lx + bs[1] * ly + bs[2] * lz
+        )
         c, s = math.cos(psi), math.sin(psi)
     # canonical = M local with M = basis^T turn(-psi) basis, applied as basis^T (turn (basis v))
     for col in range(3 if meta[NM_POSE] > 0 else 1):  # the position, then two rotation columns
@@ -255,10 +286,10 @@ def net_forward(netw, sizes, meta, pt, Rt, cur, has_cur, q_out, h1, h2):
         bo += int(sizes[layer]) * int(sizes[layer + 1])
     for layer in range(layers):
         nin, nout = int(sizes[layer]), int(sizes[layer + 1])
-        Wl = netw[wo:wo + nin * nout].reshape((nout, nin))
+        Wl = netw[wo : wo + nin * nout].reshape((nout, nin))
         out = h1 if layer % 2 == 0 else h2
         inp = h2 if layer % 2 == 0 else h1
-        _layer(Wl, netw[bo:bo + nout], inp, out, layer < layers - 1)
+        _layer(Wl, netw[bo : bo + nout], inp, out, layer < layers - 1)
         wo += nin * nout
         bo += nout
     raw = h1 if (layers - 1) % 2 == 0 else h2

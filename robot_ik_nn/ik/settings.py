@@ -9,6 +9,7 @@ inside its limits less ``margin``. Refinement is Levenberg-Marquardt on the pose
 rotation part weighed ``rot_weight`` metres per radian (the reward's weights: 1 mm costs as much
 as 0.01 rad).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,17 +35,30 @@ class IKSettings:
     rng_seed: int = 0  # seeds the restarts' random numbers (reproducible answers)
 
     def __post_init__(self):
-        for name in ("pos_tol", "rot_tol", "rot_weight", "reach_margin", "quat_tolerance",
-                     "warm_radius", "stop_fraction"):
+        for name in (
+            "pos_tol",
+            "rot_tol",
+            "rot_weight",
+            "reach_margin",
+            "quat_tolerance",
+            "warm_radius",
+            "stop_fraction",
+        ):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ValueError(f"IKSettings.{name} must be a positive finite number, got {value!r}")
+                raise ValueError(
+                    f"IKSettings.{name} must be a positive finite number, got {value!r}"
+                )
         if not (math.isfinite(self.margin) and self.margin >= 0):
-            raise ValueError(f"IKSettings.margin must be a finite number >= 0, got {self.margin!r}")
+            raise ValueError(
+                f"IKSettings.margin must be a finite number >= 0, got {self.margin!r}"
+            )
         for name in ("iterations", "restarts", "restart_iterations"):
             value = getattr(self, name)
             if not (isinstance(value, (int, np.integer)) and 0 <= value <= 100_000):
-                raise ValueError(f"IKSettings.{name} must be an integer in [0, 100000], got {value!r}")
+                raise ValueError(
+                    f"IKSettings.{name} must be an integer in [0, 100000], got {value!r}"
+                )
 
     def replace(self, **changes) -> "IKSettings":
         return dataclasses.replace(self, **changes)

@@ -10,6 +10,7 @@ One target costs one compiled call (the network included, with the ``compiled`` 
 runs the network as float32 matrix products and the refinement in parallel over all cores.
 Nothing here imports torch.
 """
+
 from __future__ import annotations
 
 import time
@@ -27,11 +28,20 @@ _EMPTY_WARM = np.zeros((0, 0))
 class Solver:
     """Inverse kinematics of one arm: settings, a network (or none), the compiled kernel."""
 
-    def __init__(self, arm, network: seeds.NetArrays | None = None, settings: IKSettings | None = None,
-                 *, backend: str = "compiled", onnx_path: str | Path | None = None,
-                 network_config: dict | None = None):
+    def __init__(
+        self,
+        arm,
+        network: seeds.NetArrays | None = None,
+        settings: IKSettings | None = None,
+        *,
+        backend: str = "compiled",
+        onnx_path: str | Path | None = None,
+        network_config: dict | None = None,
+    ):
         if backend not in seeds.BACKENDS:
-            raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(seeds.BACKENDS)}")
+            raise ValueError(
+                f"unknown backend {backend!r}; choose one of {', '.join(seeds.BACKENDS)}"
+            )
         self.arm = arm
         self.settings = settings or IKSettings()
         self.network = network
@@ -62,10 +72,11 @@ class Solver:
         self.origin = self.arm.joints[0].origin[:3, 3].copy()
         self.max_reach = float(self._model[int(self._model[4]) + kernel.REACH])
 
-    # -- construction -------------------------------------------------------------------------------
+    # -- construction -----------------------------------------------------------------------------
     @classmethod
-    def load(cls, path, settings: IKSettings | None = None, *, backend: str = "compiled",
-             arm=None) -> "Solver":
+    def load(
+        cls, path, settings: IKSettings | None = None, *, backend: str = "compiled", arm=None
+    ) -> "Solver":
         """A model folder (or an exported ``.tar.gz``), read without torch."""
         from .. import model_dir
 
@@ -74,8 +85,14 @@ class Solver:
         onnx = folder.path / model_dir.ONNX if backend == "onnx" else None
         if onnx is not None:
             model_dir.check_onnx(folder)
-        return cls(folder.arm, network, settings, backend=backend, onnx_path=onnx,
-                   network_config=folder.meta["network"])
+        return cls(
+            folder.arm,
+            network,
+            settings,
+            backend=backend,
+            onnx_path=onnx,
+            network_config=folder.meta["network"],
+        )
 
     def with_settings(self, **changes) -> "Solver":
         """The same arm and network with some settings changed."""
@@ -88,15 +105,20 @@ class Solver:
     def without_network(self) -> "Solver":
         return Solver(self.arm, None, self.settings)
 
-    # -- one target ---------------------------------------------------------------------------------
+    # -- one target -------------------------------------------------------------------------------
     def solve(self, position, quaternion=None, *, current=None, last=None) -> Answer:
-        """One target. ``current``: the arm's joints (a warm start, and a tracking network's input);
+        """One target. ``current``: the arm's joints (a warm start and a tracking network's input);
         ``last``: the previous answer (the freshest warm start)."""
         started = time.perf_counter()
-        pt, quat = _vector(position, 3), self._quat0 if quaternion is None else _vector(quaternion, 4)
+        pt, quat = (
+            _vector(position, 3),
+            self._quat0 if quaternion is None else _vector(quaternion, 4),
+        )
         if pt is None or quat is None:
-            raise ValueError(f"a target is a position (3 numbers) and a quaternion (4 numbers, x y z w); "
-                             f"got {position!r} and {quaternion!r}")
+            raise ValueError(
+                f"a target is a position (3 numbers) and a quaternion (4 numbers, x y z w); "
+                f"got {position!r} and {quaternion!r}"
+            )
         has_quat = quaternion is not None
         if last is None and current is None:
             warm = self._warm[0]
@@ -111,15 +133,29 @@ class Solver:
         has_seed = self._outside and self._outside_seed(pt, quat if has_quat else None, current)
         n = self.arm.dof
         out = np.empty(n + 5)
-        args = (self._model, self._netw, pt, quat, has_quat, warm, self._cur, has_cur, self._seed, has_seed,
-                self._scratch, out)
+        args = (
+            self._model,
+            self._netw,
+            pt,
+            quat,
+            has_quat,
+            warm,
+            self._cur,
+            has_cur,
+            self._seed,
+            has_seed,
+            self._scratch,
+            out,
+        )
         if self._solve_one is None:  # the first call resolves the types; later ones skip that
             self._solve_one = _compiled_entry(policy.solve_one, args)
         else:
             self._solve_one(*args)
         status, why, pe, re, its = out[n:].tolist()
         status = int(status)
-        answer = Answer(None if status == 2 else out[:n], STATUS[status], pe, re, "", 0.0, int(its))
+        answer = Answer(
+            None if status == 2 else out[:n], STATUS[status], pe, re, "", 0.0, int(its)
+        )
         if status == 2:
             answer.reason = self._words(int(why), pt, quat if has_quat else None)
         elif status == 1:
@@ -141,10 +177,12 @@ class Solver:
             from ..arm.rotations import quaternion_to_matrix
 
             R = quaternion_to_matrix(quat)[None]
-        self._seed[:] = self.network_seeds(pt[None], R, None if current is None else current[None])[0]
+        self._seed[:] = self.network_seeds(
+            pt[None], R, None if current is None else current[None]
+        )[0]
         return True
 
-    # -- many targets -------------------------------------------------------------------------------
+    # -- many targets -----------------------------------------------------------------------------
     def solve_batch(self, positions, quaternions=None, *, current=None, warm=None) -> BatchResult:
         """A batch over all cores. ``current`` (B, dof): the arm's joints per target;
         ``warm`` (B, S, dof): warm starts per target, the freshest first."""
@@ -152,33 +190,73 @@ class Solver:
         P = np.ascontiguousarray(np.asarray(positions, dtype=float).reshape(-1, 3))
         B, n = len(P), self.arm.dof
         has_quat = quaternions is not None
-        Q = (np.ascontiguousarray(np.asarray(quaternions, dtype=float).reshape(B, 4)) if has_quat
-             else np.zeros((B, 4)))
+        Q = (
+            np.ascontiguousarray(np.asarray(quaternions, dtype=float).reshape(B, 4))
+            if has_quat
+            else np.zeros((B, 4))
+        )
         has_cur = current is not None
-        cur = np.ascontiguousarray(np.asarray(current, dtype=float).reshape(B, n)) if has_cur else np.zeros((B, n))
-        W = (np.ascontiguousarray(np.asarray(warm, dtype=float).reshape(B, -1, n)) if warm is not None
-             else np.zeros((B, 0, n)))
+        cur = (
+            np.ascontiguousarray(np.asarray(current, dtype=float).reshape(B, n))
+            if has_cur
+            else np.zeros((B, n))
+        )
+        W = (
+            np.ascontiguousarray(np.asarray(warm, dtype=float).reshape(B, -1, n))
+            if warm is not None
+            else np.zeros((B, 0, n))
+        )
         seeds_, has_seed = np.zeros((B, self.heads, n)), False
         if self.backend in ("numpy", "onnx") and B > 0:  # the layers outside the kernel
             ok = _acceptable_for_network(P, Q if has_quat else None)
             if has_quat or self.mode != "pose":
                 from ..arm.rotations import quaternion_to_matrix
 
-                R = quaternion_to_matrix(np.where(ok[:, None], Q, [0, 0, 0, 1.0])) if has_quat else None
-                seeds_ = np.ascontiguousarray(self.network_seeds(np.where(ok[:, None], P, 0.0), R,
-                                                                 cur if has_cur else None))
+                R = (
+                    quaternion_to_matrix(np.where(ok[:, None], Q, [0, 0, 0, 1.0]))
+                    if has_quat
+                    else None
+                )
+                seeds_ = np.ascontiguousarray(
+                    self.network_seeds(np.where(ok[:, None], P, 0.0), R, cur if has_cur else None)
+                )
                 has_seed = True
         q, info = np.empty((B, n)), np.empty((B, 5))
-        policy.solve_batch(self._model, self._netw, P, Q, has_quat, W, cur, has_cur, seeds_, has_seed,
-                           self.settings.rng_seed, _chunks(B), kernel.scratch_size(n, self.heads, self.network.width if self.network else 1), q, info)
+        policy.solve_batch(
+            self._model,
+            self._netw,
+            P,
+            Q,
+            has_quat,
+            W,
+            cur,
+            has_cur,
+            seeds_,
+            has_seed,
+            self.settings.rng_seed,
+            _chunks(B),
+            kernel.scratch_size(n, self.heads, self.network.width if self.network else 1),
+            q,
+            info,
+        )
         codes = info[:, 0].astype(np.int8)
         reasons = [""] * B
         for i in np.flatnonzero(codes != 0):
             why = int(info[i, 1])
-            reasons[i] = (closest_reached(info[i, 2], info[i, 3]) if why == NOT_FOUND
-                          else self._words(why, P[i], Q[i] if has_quat else None))
-        return BatchResult(q, codes, info[:, 2].copy(), info[:, 3].copy(), reasons,
-                           time.perf_counter() - started, info[:, 4].astype(np.int64))
+            reasons[i] = (
+                closest_reached(info[i, 2], info[i, 3])
+                if why == NOT_FOUND
+                else self._words(why, P[i], Q[i] if has_quat else None)
+            )
+        return BatchResult(
+            q,
+            codes,
+            info[:, 2].copy(),
+            info[:, 3].copy(),
+            reasons,
+            time.perf_counter() - started,
+            info[:, 4].astype(np.int64),
+        )
 
     def network_seeds(self, P, R=None, current=None) -> np.ndarray:
         """The network's candidates for a batch (B, heads, dof), before any refinement."""
@@ -188,7 +266,7 @@ class Solver:
         raw = self._onnx.run(x) if self._onnx is not None else seeds.mlp_numpy(self.network, x)
         return seeds.angles(self.network, raw, psi)
 
-    # -- kinematics -----------------------------------------------------------------------------------
+    # -- kinematics -------------------------------------------------------------------------------
     def forward(self, q) -> tuple[np.ndarray, np.ndarray]:
         """Tip positions (B, 3) and rotations (B, 3, 3) for joints (B, dof), compiled."""
         Q = np.ascontiguousarray(np.asarray(q, dtype=float).reshape(-1, self.arm.dof))
@@ -197,8 +275,14 @@ class Solver:
         return P, R
 
     def _words(self, why, position, quaternion) -> str:
-        return reason(why, position, quaternion, reach=self.arm.reach, origin=self.origin,
-                      arm_name=self.arm.name)
+        return reason(
+            why,
+            position,
+            quaternion,
+            reach=self.arm.reach,
+            origin=self.origin,
+            arm_name=self.arm.name,
+        )
 
     def __repr__(self) -> str:
         return f"Solver({self.arm.name!r}, network={self.backend}, {self.settings})"

@@ -10,6 +10,7 @@ unit quaternion (|norm - 1| > ``quat_tolerance``; a quaternion within it is norm
 farther from the arm's first joint than the arm can reach (with ``reach_margin``), or a model
 trained on full poses is given a position alone.
 """
+
 from __future__ import annotations
 
 import math
@@ -53,8 +54,15 @@ def check_all(P, Q, has_quat, origin, max_reach, quat_tolerance, needs_orientati
         out[i] = check(P[i], Q[i], has_quat, origin, max_reach, quat_tolerance, needs_orientation)
 
 
-def reason(code: int, position=None, quaternion=None, *, reach: float = math.nan,
-           origin=(0.0, 0.0, 0.0), arm_name: str = "the arm") -> str:
+def reason(
+    code: int,
+    position=None,
+    quaternion=None,
+    *,
+    reach: float = math.nan,
+    origin=(0.0, 0.0, 0.0),
+    arm_name: str = "the arm",
+) -> str:
     """The words for a verdict (only ever computed for the few targets that need them)."""
     if code == OK:
         return ""
@@ -69,8 +77,10 @@ def reason(code: int, position=None, quaternion=None, *, reach: float = math.nan
         return f"orientation quaternion is not unit length (norm {norm:.6g})"
     if code == OUT_OF_REACH:
         dist = float(np.linalg.norm(p - np.asarray(origin)))
-        return (f"position is {dist:.3f} m from the arm's first joint; {arm_name} reaches at most "
-                f"{reach:.3f} m")
+        return (
+            f"position is {dist:.3f} m from the arm's first joint; {arm_name} reaches at most "
+            f"{reach:.3f} m"
+        )
     if code == NEEDS_ORIENTATION:
         return "this model was trained on full poses: give an orientation"
     return f"unknown verdict {code}"
@@ -83,6 +93,7 @@ def closest_reached(pos_err: float, rot_err: float) -> str:
 @dataclass
 class Answer:
     """One target's answer. ``q`` is None when the target was rejected."""
+
     q: np.ndarray | None
     status: str
     pos_err: float  # m (NaN when rejected)
@@ -99,6 +110,7 @@ class Answer:
 @dataclass
 class BatchResult:
     """A batch's answers, numpy throughout. Rejected rows have NaN joints and errors."""
+
     q: np.ndarray  # (B, dof)
     codes: np.ndarray  # (B,) int8: 0 solved, 1 best effort, 2 rejected
     pos_err: np.ndarray  # (B,)
@@ -120,23 +132,46 @@ class BatchResult:
 
     def __getitem__(self, i: int) -> Answer:
         rejected = self.codes[i] == 2
-        return Answer(None if rejected else self.q[i].copy(), STATUS[self.codes[i]],
-                      float(self.pos_err[i]), float(self.rot_err[i]), self.reason[i])
+        return Answer(
+            None if rejected else self.q[i].copy(),
+            STATUS[self.codes[i]],
+            float(self.pos_err[i]),
+            float(self.rot_err[i]),
+            self.reason[i],
+        )
 
     def summary(self) -> dict:
         """Counts and error percentiles (mm, deg); rejected targets are left out of the errors."""
         ok = self.codes != 2
-        out = {"targets": len(self), "solved": int(np.sum(self.codes == 0)),
-               "best_effort": int(np.sum(self.codes == 1)), "rejected": int(np.sum(~ok))}
+        out = {
+            "targets": len(self),
+            "solved": int(np.sum(self.codes == 0)),
+            "best_effort": int(np.sum(self.codes == 1)),
+            "rejected": int(np.sum(~ok)),
+        }
         if ok.any():
             pe, re = self.pos_err[ok] * 1000, np.degrees(self.rot_err[ok])
-            out.update(pos_mm_median=float(np.median(pe)), pos_mm_p99=float(np.percentile(pe, 99)),
-                       rot_deg_median=float(np.median(re)), rot_deg_p99=float(np.percentile(re, 99)))
+            out.update(
+                pos_mm_median=float(np.median(pe)),
+                pos_mm_p99=float(np.percentile(pe, 99)),
+                rot_deg_median=float(np.median(re)),
+                rot_deg_p99=float(np.percentile(re, 99)),
+            )
         return out
 
     @classmethod
     def concatenate(cls, parts: list["BatchResult"]) -> "BatchResult":
-        its = None if any(p.iterations is None for p in parts) else np.concatenate([p.iterations for p in parts])
-        return cls(np.concatenate([p.q for p in parts]), np.concatenate([p.codes for p in parts]),
-                   np.concatenate([p.pos_err for p in parts]), np.concatenate([p.rot_err for p in parts]),
-                   sum((p.reason for p in parts), []), sum(p.seconds for p in parts), its)
+        its = (
+            None
+            if any(p.iterations is None for p in parts)
+            else np.concatenate([p.iterations for p in parts])
+        )
+        return cls(
+            np.concatenate([p.q for p in parts]),
+            np.concatenate([p.codes for p in parts]),
+            np.concatenate([p.pos_err for p in parts]),
+            np.concatenate([p.rot_err for p in parts]),
+            sum((p.reason for p in parts), []),
+            sum(p.seconds for p in parts),
+            its,
+        )

@@ -1,6 +1,7 @@
 """Learners: every one maximises the same reward by distance (reward.py), each its own way.
 
 ``LEARNERS`` is importable without torch (the command line lists it); the rest loads on use."""
+
 LEARNERS = ("gradient", "explore")
 
 

@@ -4,6 +4,7 @@ A learner owns its optimiser and whatever it remembers (a replay buffer, a sched
 improves the network one ``step`` at a time. The trainer decides how many steps, where the
 checkpoints go and what is logged; ``progress`` (0 -> 1 over the budget) drives schedules.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,8 +13,8 @@ from dataclasses import dataclass
 import torch
 
 from ..arm.kinematics import Kinematics
-from ..network import IKNet
 from ..arm.model import ArmModel
+from ..network import IKNet
 
 
 @dataclass
@@ -37,7 +38,9 @@ class LearnConfig:
 class Learner:
     name = "base"
 
-    def __init__(self, arm: ArmModel, net: IKNet, config: LearnConfig, device: torch.device, seed: int):
+    def __init__(
+        self, arm: ArmModel, net: IKNet, config: LearnConfig, device: torch.device, seed: int
+    ):
         self.arm, self.net, self.config = arm, net, config
         self.device = torch.device(device)
         self.kin = Kinematics(arm, torch.float32, self.device)
@@ -78,13 +81,16 @@ class Learner:
         return self.kin.clamp(solution + self.config.tracking_noise * noise)
 
     def step(self, progress: float) -> dict:
-        """One update; returns metrics: pos_mm, rot_deg (median of this batch), reward, lr, loss."""
+        """One update; returns metrics: pos_mm, rot_deg (batch medians), reward, lr, loss."""
         raise NotImplementedError
 
     # -- checkpoints ------------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(), "generator": self.generator.get_state(),
-                "steps": self.steps}
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "generator": self.generator.get_state(),
+            "steps": self.steps,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])

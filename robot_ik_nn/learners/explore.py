@@ -13,6 +13,7 @@ up, as a real arm would be. Each step:
    for the pose that attempt actually reached (hindsight relabelling: a reached pose is a solved
    target). A replay buffer keeps recent hindsight pairs.
 """
+
 from __future__ import annotations
 
 import math
@@ -74,7 +75,9 @@ class ExploreLearner(Learner):
             sc, psi = self.net.propose(t_pos, rot_in)  # (B, dof, 2), (B,)
             own = self.net.pairs_to_angles(sc, psi)
             turned = self._turn(sc.unsqueeze(1).expand(B, K - 1, -1, -1), sigma)
-            tries = self.net.pairs_to_angles(turned, psi.unsqueeze(1).expand(B, K - 1))  # (B, K-1, dof)
+            tries = self.net.pairs_to_angles(
+                turned, psi.unsqueeze(1).expand(B, K - 1)
+            )  # (B, K-1, dof)
             random = self.kin.sample(B * (K - 1), self.generator).reshape(B, K - 1, -1)
             pick = torch.rand(B, K - 1, 1, generator=self.generator, device=self.device) < eps
             tries = torch.where(pick, random, tries)
@@ -82,8 +85,12 @@ class ExploreLearner(Learner):
 
         flat = attempts.reshape(B * K, -1)
         r_pos, r_rot = self.reach(flat)
-        d_pos, d_rot = pose_distances(r_pos, r_rot if self.pose_mode else None,
-                                      t_pos.repeat_interleave(K, 0), None if rot_in is None else rot_in.repeat_interleave(K, 0))
+        d_pos, d_rot = pose_distances(
+            r_pos,
+            r_rot if self.pose_mode else None,
+            t_pos.repeat_interleave(K, 0),
+            None if rot_in is None else rot_in.repeat_interleave(K, 0),
+        )
         reward = reward_from_distances(d_pos, d_rot, c.w_pos, c.w_rot).reshape(B, K)
 
         # reward-selected: targets whose best attempt beat the network's own proposal
@@ -102,9 +109,16 @@ class ExploreLearner(Learner):
         loss = self.net.joint_distance(q_net, q_goal).mean()
         lr = self.apply(loss, progress)
         own_pos, own_rot = d_pos.reshape(B, K)[:, 0], d_rot.reshape(B, K)[:, 0]
-        return {"loss": float(loss.detach()), "reward": float(reward[:, 0].mean()), "pos_mm": float(own_pos.median()) * 1000,
-                "rot_deg": math.degrees(float(own_rot.median())), "lr": lr, "epsilon": eps, "noise": sigma,
-                "improved": float(improved.float().mean())}
+        return {
+            "loss": float(loss.detach()),
+            "reward": float(reward[:, 0].mean()),
+            "pos_mm": float(own_pos.median()) * 1000,
+            "rot_deg": math.degrees(float(own_rot.median())),
+            "lr": lr,
+            "epsilon": eps,
+            "noise": sigma,
+            "improved": float(improved.float().mean()),
+        }
 
     # -- pieces -----------------------------------------------------------------------------------
     def _turn(self, sc: torch.Tensor, sigma: float) -> torch.Tensor:
@@ -131,8 +145,12 @@ class ExploreLearner(Learner):
     # -- checkpoints ------------------------------------------------------------------------------
     def state_dict(self) -> dict:
         state = super().state_dict()
-        state.update(buffer_x=self.buffer_x[:self.buffer_len].clone(), buffer_q=self.buffer_q[:self.buffer_len].clone(),
-                     buffer_next=self.buffer_next, sim_calls=self.sim_calls)
+        state.update(
+            buffer_x=self.buffer_x[: self.buffer_len].clone(),
+            buffer_q=self.buffer_q[: self.buffer_len].clone(),
+            buffer_next=self.buffer_next,
+            sim_calls=self.sim_calls,
+        )
         return state
 
     def load_state_dict(self, state: dict) -> None:

@@ -11,6 +11,7 @@ reward flows mostly into the head that came closest (the losers get ``losing_hea
 none dies), and the hindsight pull goes to the head nearest in joint space to the joints that
 made the target, which spreads the heads over the arm's branches.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,8 +31,12 @@ class GradientLearner(Learner):
         current = self.current_joints(q_star) if self.net.config.tracking else None
         q = self.net.candidates(pos, rot if self.pose_mode else None, current)  # (B, heads, dof)
         p_q, r_q = self.kin.forward(q)
-        d_pos, d_rot = pose_distances(p_q, r_q if self.pose_mode else None, pos.unsqueeze(1),
-                                      rot.unsqueeze(1) if self.pose_mode else None)
+        d_pos, d_rot = pose_distances(
+            p_q,
+            r_q if self.pose_mode else None,
+            pos.unsqueeze(1),
+            rot.unsqueeze(1) if self.pose_mode else None,
+        )
         reward = reward_from_distances(d_pos, d_rot, c.w_pos, c.w_rot)  # (B, heads)
         won = reward.argmax(dim=1, keepdim=True)
         winner = torch.gather(reward, 1, won).squeeze(1)
@@ -44,9 +49,16 @@ class GradientLearner(Learner):
             loss = loss + fade * pull.min(dim=1).values.mean()
         if current is not None:
             loss = loss + c.w_move * self.net.joint_distance(q, current.unsqueeze(1)).mean()
-        d_pos, d_rot = torch.gather(d_pos, 1, won).squeeze(1), torch.gather(d_rot, 1, won).squeeze(1)
+        d_pos, d_rot = (
+            torch.gather(d_pos, 1, won).squeeze(1),
+            torch.gather(d_rot, 1, won).squeeze(1),
+        )
         reward = winner
         lr = self.apply(loss, progress)
-        return {"loss": float(loss.detach()), "reward": float(reward.detach().mean()),
-                "pos_mm": float(d_pos.detach().median()) * 1000, "rot_deg": math.degrees(float(d_rot.detach().median())),
-                "lr": lr}
+        return {
+            "loss": float(loss.detach()),
+            "reward": float(reward.detach().mean()),
+            "pos_mm": float(d_pos.detach().median()) * 1000,
+            "rot_deg": math.degrees(float(d_rot.detach().median())),
+            "lr": lr,
+        }

@@ -1,4 +1,5 @@
 """What the nodes share: QoS, declared parameters, messages, and running a node."""
+
 from __future__ import annotations
 
 import math
@@ -6,22 +7,35 @@ import sys
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    SetParametersResult,
+)
 from rclpy.executors import ExternalShutdownException
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 # Commands and states must arrive: reliable. Keep a few so a burst is not lost.
-RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE,
-                      history=HistoryPolicy.KEEP_LAST)
+RELIABLE = QoSProfile(
+    depth=10,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+    history=HistoryPolicy.KEEP_LAST,
+)
 
 
-def declare(node, name: str, default, description: str, *, read_only: bool = False, lo=None, hi=None):
-    """Declare a parameter with a descriptor (description, range, read-only) and return its value."""
+def declare(
+    node, name: str, default, description: str, *, read_only: bool = False, lo=None, hi=None
+):
+    """Declare a parameter with a descriptor (description, range, read-only); its value."""
     descriptor = ParameterDescriptor(description=description, read_only=read_only)
     if lo is not None and isinstance(default, bool):
         raise TypeError("booleans have no range")
     if lo is not None and isinstance(default, float):
-        descriptor.floating_point_range = [FloatingPointRange(from_value=float(lo), to_value=float(hi), step=0.0)]
+        descriptor.floating_point_range = [
+            FloatingPointRange(from_value=float(lo), to_value=float(hi), step=0.0)
+        ]
     elif lo is not None and isinstance(default, int):
         descriptor.integer_range = [IntegerRange(from_value=int(lo), to_value=int(hi), step=1)]
     return node.declare_parameter(name, default, descriptor).value
@@ -62,13 +76,24 @@ def duration_msg(seconds: float):
     return Duration(sec=int(whole), nanosec=int(round((seconds - whole) * 1e9)) % 1_000_000_000)
 
 
-LEVELS = {"ok": DiagnosticStatus.OK, "warn": DiagnosticStatus.WARN, "error": DiagnosticStatus.ERROR}
+LEVELS = {
+    "ok": DiagnosticStatus.OK,
+    "warn": DiagnosticStatus.WARN,
+    "error": DiagnosticStatus.ERROR,
+}
 
 
-def status(name: str, level: str, message: str, values: dict, hardware_id: str = "") -> DiagnosticStatus:
+def status(
+    name: str, level: str, message: str, values: dict, hardware_id: str = ""
+) -> DiagnosticStatus:
     """A DiagnosticStatus; ``level`` is "ok", "warn" or "error"."""
-    return DiagnosticStatus(level=LEVELS[level], name=name, message=message, hardware_id=hardware_id,
-                            values=[KeyValue(key=str(k), value=str(v)) for k, v in values.items()])
+    return DiagnosticStatus(
+        level=LEVELS[level],
+        name=name,
+        message=message,
+        hardware_id=hardware_id,
+        values=[KeyValue(key=str(k), value=str(v)) for k, v in values.items()],
+    )
 
 
 def spin_node(node_factory, args=None) -> int:

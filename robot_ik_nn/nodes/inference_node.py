@@ -1,8 +1,9 @@
 """inference_node: target poses in, safe joint commands out.
 
 Loads a model folder without torch (refusing a wrong fingerprint or a corrupt file: the node
-exits non-zero with the reason) and solves with the compiled IK core (robot_ik_nn.ik). For each ``~/target_pose`` (geometry_msgs/PoseStamped) it solves IK, passes
-the answer through the safety gate (safety.py) and publishes:
+exits non-zero with the reason) and solves with the compiled IK core (robot_ik_nn.ik). For each
+``~/target_pose`` (geometry_msgs/PoseStamped) it solves IK, passes the answer through the safety
+gate (safety.py) and publishes:
 
 - ``joint_command`` (sensor_msgs/JointState, radians): the solution, or with ``stream`` the
   rate-limited setpoints toward it;
@@ -14,6 +15,7 @@ the answer through the safety gate (safety.py) and publishes:
 Targets that fail a check get a reason on ``~/status`` and a throttled log line, and nothing is
 published for them. Without new targets the node publishes nothing new.
 """
+
 from __future__ import annotations
 
 import gc
@@ -33,48 +35,146 @@ from ..ik.settings import IKSettings
 from ..ik.solver import Solver
 from ..ik.targets import SOLVED
 from ..safety import JointBounds, check_target, gate_command, stream_step
-from .common import (RELIABLE, declare, duration_msg, live_parameters, now_seconds, spin_node, stamp_seconds,
-                     status)
+from .common import (
+    RELIABLE,
+    declare,
+    duration_msg,
+    live_parameters,
+    now_seconds,
+    spin_node,
+    stamp_seconds,
+    status,
+)
 
 
 class InferenceNode(Node):
     def __init__(self, **kwargs):
         super().__init__("inference_node", **kwargs)
         path = declare(self, "model_dir", "", "model folder to serve (required)", read_only=True)
-        robot = declare(self, "robot", "", "arm this node commands ('' = the model's own robot.urdf); its "
-                        "fingerprint must match the model's", read_only=True)
-        controller = declare(self, "controller", "arm_controller",
-                             "trajectory topic prefix: <controller>/joint_trajectory", read_only=True)
-        frame = declare(self, "frame_id", "", "frame targets must be given in ('' = the arm's base link)",
-                        read_only=True)
-        self.stale_timeout = declare(self, "stale_timeout", 0.2, "reject targets stamped longer ago (s)",
-                                     lo=0.001, hi=60.0)
-        self.future_tolerance = declare(self, "future_tolerance", 0.05,
-                                        "reject targets stamped further in the future (s)", lo=0.0, hi=10.0)
-        margin = declare(self, "joint_limit_margin", 0.02, "kept from every joint limit (rad or m)",
-                         read_only=True, lo=0.0, hi=0.5)
-        speed = declare(self, "speed_scale", 1.0, "fraction of the URDF velocity limits used", read_only=True,
-                        lo=0.01, hi=1.0)
-        self.min_duration = declare(self, "min_duration", 0.0, "shortest trajectory time_from_start (s)",
-                                    lo=0.0, hi=60.0)
-        self.stream = declare(self, "stream", False, "joint_command carries rate-limited setpoints (for "
-                              "controllers that do not interpolate) instead of the solution", read_only=True)
-        stream_rate = declare(self, "stream_rate", 100.0, "setpoint rate with stream (Hz)", read_only=True,
-                              lo=1.0, hi=1000.0)
-        self.joint_state_timeout = declare(self, "joint_state_timeout", 0.5,
-                                           "joint states older than this are not trusted (s)", lo=0.01, hi=60.0)
+        robot = declare(
+            self,
+            "robot",
+            "",
+            "arm this node commands ('' = the model's own robot.urdf); its "
+            "fingerprint must match the model's",
+            read_only=True,
+        )
+        controller = declare(
+            self,
+            "controller",
+            "arm_controller",
+            "trajectory topic prefix: <controller>/joint_trajectory",
+            read_only=True,
+        )
+        frame = declare(
+            self,
+            "frame_id",
+            "",
+            "frame targets must be given in ('' = the arm's base link)",
+            read_only=True,
+        )
+        self.stale_timeout = declare(
+            self, "stale_timeout", 0.2, "reject targets stamped longer ago (s)", lo=0.001, hi=60.0
+        )
+        self.future_tolerance = declare(
+            self,
+            "future_tolerance",
+            0.05,
+            "reject targets stamped further in the future (s)",
+            lo=0.0,
+            hi=10.0,
+        )
+        margin = declare(
+            self,
+            "joint_limit_margin",
+            0.02,
+            "kept from every joint limit (rad or m)",
+            read_only=True,
+            lo=0.0,
+            hi=0.5,
+        )
+        speed = declare(
+            self,
+            "speed_scale",
+            1.0,
+            "fraction of the URDF velocity limits used",
+            read_only=True,
+            lo=0.01,
+            hi=1.0,
+        )
+        self.min_duration = declare(
+            self, "min_duration", 0.0, "shortest trajectory time_from_start (s)", lo=0.0, hi=60.0
+        )
+        self.stream = declare(
+            self,
+            "stream",
+            False,
+            "joint_command carries rate-limited setpoints (for "
+            "controllers that do not interpolate) instead of the solution",
+            read_only=True,
+        )
+        stream_rate = declare(
+            self,
+            "stream_rate",
+            100.0,
+            "setpoint rate with stream (Hz)",
+            read_only=True,
+            lo=1.0,
+            hi=1000.0,
+        )
+        self.joint_state_timeout = declare(
+            self,
+            "joint_state_timeout",
+            0.5,
+            "joint states older than this are not trusted (s)",
+            lo=0.01,
+            hi=60.0,
+        )
         defaults = IKSettings()
-        iterations = declare(self, "refine_iterations", defaults.iterations,
-                             "refinement iterations from the first seed (0: the network alone, nothing "
-                             "more)", read_only=True, lo=0, hi=1000)
-        restarts = declare(self, "restarts", defaults.restarts, "restart seeds for a target not yet solved",
-                           read_only=True, lo=0, hi=100000)
-        backend = declare(self, "backend", "compiled", f"the network's forward pass: {', '.join(BACKENDS)}",
-                          read_only=True)
-        self.accept_best_effort = declare(self, "accept_best_effort", False,
-                                          "also command answers that miss the 1 mm / 0.01 rad tolerance")
-        live_parameters(self, {name: name for name in ("stale_timeout", "future_tolerance", "min_duration",
-                                                         "joint_state_timeout", "accept_best_effort")})
+        iterations = declare(
+            self,
+            "refine_iterations",
+            defaults.iterations,
+            "refinement iterations from the first seed (0: the network alone, nothing more)",
+            read_only=True,
+            lo=0,
+            hi=1000,
+        )
+        restarts = declare(
+            self,
+            "restarts",
+            defaults.restarts,
+            "restart seeds for a target not yet solved",
+            read_only=True,
+            lo=0,
+            hi=100000,
+        )
+        backend = declare(
+            self,
+            "backend",
+            "compiled",
+            f"the network's forward pass: {', '.join(BACKENDS)}",
+            read_only=True,
+        )
+        self.accept_best_effort = declare(
+            self,
+            "accept_best_effort",
+            False,
+            "also command answers that miss the 1 mm / 0.01 rad tolerance",
+        )
+        live_parameters(
+            self,
+            {
+                name: name
+                for name in (
+                    "stale_timeout",
+                    "future_tolerance",
+                    "min_duration",
+                    "joint_state_timeout",
+                    "accept_best_effort",
+                )
+            },
+        )
         if not path:
             raise RuntimeError("parameter model_dir is required: the model folder to serve")
         arm = ArmModel.load(robot) if robot else None
@@ -94,19 +194,22 @@ class InferenceNode(Node):
         self.counts = {"solved": 0, "best_effort": 0, "rejected": 0}
 
         self.command_pub = self.create_publisher(JointState, "joint_command", RELIABLE)
-        self.trajectory_pub = self.create_publisher(JointTrajectory, f"{controller}/joint_trajectory", RELIABLE)
+        self.trajectory_pub = self.create_publisher(
+            JointTrajectory, f"{controller}/joint_trajectory", RELIABLE
+        )
         self.quat_pub = self.create_publisher(Float64MultiArray, "~/joint_quaternions", RELIABLE)
         self.status_pub = self.create_publisher(DiagnosticArray, "~/status", RELIABLE)
         self.create_subscription(JointState, "/joint_states", self.on_joint_states, RELIABLE)
         self.create_subscription(PoseStamped, "~/target_pose", self.on_target, RELIABLE)
         if self.stream:
             self.create_timer(self.stream_dt, self.on_stream_tick)
-        gc.freeze()  # what exists now lives for the node's life: keep it out of collections (no pauses)
+        gc.freeze()  # what exists now lives as long as the node: no collections of it (no pauses)
         self.get_logger().info(
             f"serving {path} for {self.arm.name} ({self.arm.dof} joints, {self.solver.mode} mode, "
             f"{backend} network); targets in frame "
             f"{next(iter(self.frames))}; trajectories on {controller}/joint_trajectory"
-            + (f"; streaming setpoints at {stream_rate:g} Hz" if self.stream else ""))
+            + (f"; streaming setpoints at {stream_rate:g} Hz" if self.stream else "")
+        )
 
     # -- inputs -----------------------------------------------------------------------------------
     def on_joint_states(self, msg: JointState) -> None:
@@ -128,20 +231,35 @@ class InferenceNode(Node):
         started = time.perf_counter()
         p, o = msg.pose.position, msg.pose.orientation
         position, quat = [p.x, p.y, p.z], [o.x, o.y, o.z, o.w]
-        reason = check_target(position, quat, msg.header.frame_id, stamp_seconds(msg.header.stamp),
-                              now_seconds(self), self.frames, self.stale_timeout, self.future_tolerance,
-                              self.solver.settings.quat_tolerance)
+        reason = check_target(
+            position,
+            quat,
+            msg.header.frame_id,
+            stamp_seconds(msg.header.stamp),
+            now_seconds(self),
+            self.frames,
+            self.stale_timeout,
+            self.future_tolerance,
+            self.solver.settings.quat_tolerance,
+        )
         current, why = self._current_joints() if not reason else (None, "")
         reason = reason or why
         if reason:
             return self.report("rejected", reason, started)
-        answer = self.solver.solve(np.array(position), np.array(quat), current=current, last=self.last_solution)
+        answer = self.solver.solve(
+            np.array(position), np.array(quat), current=current, last=self.last_solution
+        )
         if answer.status != SOLVED and not (answer.q is not None and self.accept_best_effort):
             return self.report(answer.status, answer.reason, started, answer)
         command = gate_command(answer.q, current, self.bounds, self.min_duration)
         if command is None:
-            return self.report("rejected", "the safety gate refused the solution (outside the joint limits "
-                               "with margin, or not finite)", started, answer)
+            return self.report(
+                "rejected",
+                "the safety gate refused the solution (outside the joint limits "
+                "with margin, or not finite)",
+                started,
+                answer,
+            )
         self.last_solution = command.positions
         self.publish(command, current)
         self.report(answer.status, answer.reason, started, answer, command.duration)
@@ -157,15 +275,21 @@ class InferenceNode(Node):
         else:
             self._send_joints(command.positions)
         traj = JointTrajectory(joint_names=self.names)
-        traj.points = [JointTrajectoryPoint(positions=command.positions.tolist(),
-                                            time_from_start=duration_msg(command.duration))]
+        traj.points = [
+            JointTrajectoryPoint(
+                positions=command.positions.tolist(),
+                time_from_start=duration_msg(command.duration),
+            )
+        ]
         self.trajectory_pub.publish(traj)  # header.stamp zero: start now
         half = command.positions / 2.0  # joint quaternions: (axis sin(q/2), cos(q/2)), x y z w
         quats = np.concatenate([self.axes * np.sin(half)[:, None], np.cos(half)[:, None]], axis=1)
         n = self.arm.dof
         msg = Float64MultiArray(data=quats.reshape(-1).tolist())
-        msg.layout.dim = [MultiArrayDimension(label="joints", size=n, stride=n * 4),
-                          MultiArrayDimension(label="xyzw", size=4, stride=4)]
+        msg.layout.dim = [
+            MultiArrayDimension(label="joints", size=n, stride=n * 4),
+            MultiArrayDimension(label="xyzw", size=4, stride=4),
+        ]
         self.quat_pub.publish(msg)
 
     def _send_joints(self, q, stamp=None) -> None:
@@ -187,19 +311,34 @@ class InferenceNode(Node):
         if np.array_equal(nxt, self.stream_goal):
             self.stream_goal = None
 
-    def report(self, outcome: str, reason: str, started: float, answer=None, duration=None) -> None:
+    def report(
+        self, outcome: str, reason: str, started: float, answer=None, duration=None
+    ) -> None:
         self.counts[outcome] = self.counts.get(outcome, 0) + 1
         latency_ms = (time.perf_counter() - started) * 1000
-        values = {"latency_ms": f"{latency_ms:.3f}", **{f"count_{k}": v for k, v in self.counts.items()}}
+        values = {
+            "latency_ms": f"{latency_ms:.3f}",
+            **{f"count_{k}": v for k, v in self.counts.items()},
+        }
         if answer is not None and answer.q is not None:
-            values.update(pos_err_mm=f"{answer.pos_err * 1000:.4f}", rot_err_deg=f"{np.degrees(answer.rot_err):.4f}")
+            values.update(
+                pos_err_mm=f"{answer.pos_err * 1000:.4f}",
+                rot_err_deg=f"{np.degrees(answer.rot_err):.4f}",
+            )
         if duration is not None:
             values["time_from_start_s"] = f"{duration:.3f}"
         level = {"solved": "ok", "best_effort": "warn"}.get(outcome, "error")
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [status("inference_node: target", level, f"{outcome}" + (f": {reason}" if reason else ""),
-                             values, hardware_id=self.arm.name)]
+        msg.status = [
+            status(
+                "inference_node: target",
+                level,
+                f"{outcome}" + (f": {reason}" if reason else ""),
+                values,
+                hardware_id=self.arm.name,
+            )
+        ]
         self.status_pub.publish(msg)
         if outcome != "solved":
             self.get_logger().warning(f"target {outcome}: {reason}", throttle_duration_sec=1.0)

@@ -3,12 +3,14 @@
 Only standard launch / launch_ros actions are used. The plan (which nodes, which parameters)
 lives in robot_ik_nn/session.py, the same plan `robot-ik-nn launch` runs in one process.
 """
-from launch import LaunchDescription
+
 from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
 from launch.event_handlers import OnProcessExit
 from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
+
+from launch import LaunchDescription
 
 from ..session import ARGUMENTS, plan
 
@@ -17,17 +19,31 @@ def _actions(context, session):
     given = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS[session]}
     actions = []
     for spec in plan(session, given):
-        node = Node(package=spec.package, executable=spec.executable, name=spec.name,
-                    parameters=[spec.parameters] if spec.parameters else [], remappings=spec.remappings,
-                    arguments=spec.arguments, output="screen")
+        node = Node(
+            package=spec.package,
+            executable=spec.executable,
+            name=spec.name,
+            parameters=[spec.parameters] if spec.parameters else [],
+            remappings=spec.remappings,
+            arguments=spec.arguments,
+            output="screen",
+        )
         actions.append(node)
         if spec.ends_session:
-            actions.append(RegisterEventHandler(OnProcessExit(
-                target_action=node, on_exit=[EmitEvent(event=Shutdown(reason=f"{spec.name} finished"))])))
+            actions.append(
+                RegisterEventHandler(
+                    OnProcessExit(
+                        target_action=node,
+                        on_exit=[EmitEvent(event=Shutdown(reason=f"{spec.name} finished"))],
+                    )
+                )
+            )
     return actions
 
 
 def describe(session):
-    declared = [DeclareLaunchArgument(name, default_value=arg.default, description=arg.description)
-                for name, arg in ARGUMENTS[session].items()]
+    declared = [
+        DeclareLaunchArgument(name, default_value=arg.default, description=arg.description)
+        for name, arg in ARGUMENTS[session].items()
+    ]
     return LaunchDescription(declared + [OpaqueFunction(function=_actions, args=[session])])

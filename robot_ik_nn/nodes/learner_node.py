@@ -7,6 +7,7 @@ target goes to the simulator on ``joint_command``, the target on ``~/demo_target
 ``~/markers``, so RViz shows the arm getting better. The model folder is saved when the budget
 ends and on Ctrl-C; then the node ends.
 """
+
 from __future__ import annotations
 
 import queue
@@ -21,9 +22,9 @@ from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
 
 from ..arm.kinematics import Kinematics
-from ..learners import LEARNERS, LearnConfig
 from ..arm.rotations import matrix_to_quaternion
-from ..training import Trainer, TrainConfig
+from ..learners import LEARNERS, LearnConfig
+from ..training import TrainConfig, Trainer
 from . import markers
 from .common import RELIABLE, declare, live_parameters, spin_node, status
 
@@ -37,24 +38,56 @@ class LearnerNode(Node):
         tip = declare(self, "tip_link", "", "tip link ('' = the only leaf)", **ro)
         mode = declare(self, "mode", "pose", "pose (position + orientation) or position", **ro)
         learner = declare(self, "learner", "gradient", f"one of {', '.join(LEARNERS)}", **ro)
-        minutes = declare(self, "minutes", 5.0, "time budget (0 = use steps)", lo=0.0, hi=10000.0, **ro)
+        minutes = declare(
+            self, "minutes", 5.0, "time budget (0 = use steps)", lo=0.0, hi=10000.0, **ro
+        )
         steps = declare(self, "steps", 0, "step budget (0 = use minutes)", lo=0, hi=10**9, **ro)
         device = declare(self, "device", "cpu", "cpu or cuda", **ro)
         out = declare(self, "output_dir", "models/niryo_one", "model folder to write", **ro)
         seed = declare(self, "seed", 0, "random seed", **ro)
-        hidden = declare(self, "hidden", [256, 256, 256], "hidden layer widths", **ro)
-        resume = declare(self, "resume", False, "continue the run in output_dir from its checkpoint", **ro)
+        hidden = declare(self, "hidden", [128, 128], "hidden layer widths", **ro)
+        heads = declare(
+            self,
+            "heads",
+            0,
+            "candidate branches per target (0: 4 for gradient, 1 for explore)",
+            lo=0,
+            hi=64,
+            **ro,
+        )
+        resume = declare(
+            self, "resume", False, "continue the run in output_dir from its checkpoint", **ro
+        )
         force = declare(self, "force", False, "start over even if output_dir holds a run", **ro)
-        ckpt = declare(self, "checkpoint_every", 30.0, "seconds between checkpoints", lo=1.0, hi=3600.0, **ro)
+        ckpt = declare(
+            self, "checkpoint_every", 30.0, "seconds between checkpoints", lo=1.0, hi=3600.0, **ro
+        )
         progress = declare(self, "progress_bar", True, "show a progress bar on the terminal", **ro)
-        self.demo_period = declare(self, "demo_period", 3.0, "seconds between demo attempts", lo=0.1, hi=3600.0)
+        self.demo_period = declare(
+            self, "demo_period", 3.0, "seconds between demo attempts", lo=0.1, hi=3600.0
+        )
         live_parameters(self, {"demo_period": "demo_period"})
 
-        config = TrainConfig(robot=robot, base=base or None, tip=tip or None, mode=mode, learner=learner,
-                             minutes=minutes or None, steps=steps or None, device=device, out=out, seed=seed,
-                             hidden=list(hidden), checkpoint_every=ckpt, learn=LearnConfig())
+        config = TrainConfig(
+            robot=robot,
+            base=base or None,
+            tip=tip or None,
+            mode=mode,
+            learner=learner,
+            minutes=minutes or None,
+            steps=steps or None,
+            device=device,
+            out=out,
+            seed=seed,
+            hidden=list(hidden),
+            heads=heads or None,
+            checkpoint_every=ckpt,
+            learn=LearnConfig(),
+        )
         self.rows: queue.Queue = queue.Queue()
-        self.trainer = Trainer(config, resume=resume, force=force, progress=progress, on_metrics=self.rows.put)
+        self.trainer = Trainer(
+            config, resume=resume, force=force, progress=progress, on_metrics=self.rows.put
+        )
         self.arm = self.trainer.arm
         self.kin = Kinematics(self.arm, torch.float32)
         self.generator = torch.Generator().manual_seed(seed + 1)
@@ -73,7 +106,9 @@ class LearnerNode(Node):
         self.thread = threading.Thread(target=self._train, name="trainer", daemon=True)
         self.thread.start()
         budget = f"{minutes:g} min" if minutes else f"{steps} steps"
-        self.get_logger().info(f"training {self.arm.name} ({mode}, {learner}) for {budget} into {out}")
+        self.get_logger().info(
+            f"training {self.arm.name} ({mode}, {learner}) for {budget} into {out}"
+        )
 
     def _train(self) -> None:
         try:
@@ -93,15 +128,34 @@ class LearnerNode(Node):
         for row in rows:
             values = {k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()}
             message = f"step {row['step']}: {row['pos_mm']:.2f} mm, {row['rot_deg']:.2f} deg"
-            msg.status.append(status("learner_node: training", "ok", message, values, self.arm.name))
+            msg.status.append(
+                status("learner_node: training", "ok", message, values, self.arm.name)
+            )
         if self.finished.is_set():
             if self.error is not None:
-                msg.status.append(status("learner_node: training", "error", f"training failed: {self.error}", {},
-                                         self.arm.name))
+                msg.status.append(
+                    status(
+                        "learner_node: training",
+                        "error",
+                        f"training failed: {self.error}",
+                        {},
+                        self.arm.name,
+                    )
+                )
             else:
-                msg.status.append(status("learner_node: training", "ok", f"finished: model saved to {self.model_path}",
-                                         {"model_dir": str(self.model_path), "step": self.trainer.step,
-                                          "interrupted": self.trainer.interrupted}, self.arm.name))
+                msg.status.append(
+                    status(
+                        "learner_node: training",
+                        "ok",
+                        f"finished: model saved to {self.model_path}",
+                        {
+                            "model_dir": str(self.model_path),
+                            "step": self.trainer.step,
+                            "interrupted": self.trainer.interrupted,
+                        },
+                        self.arm.name,
+                    )
+                )
         if msg.status:
             self.metrics_pub.publish(msg)
         if self.finished.is_set():
@@ -122,17 +176,28 @@ class LearnerNode(Node):
         pos, rot = self.kin.forward(q_target)
         with self.trainer.lock, torch.no_grad():  # between two training steps
             net = self.trainer.net
-            q = net(pos.to(self.trainer.device), rot.to(self.trainer.device) if net.config.mode == "pose" else None)
+            q = net(
+                pos.to(self.trainer.device),
+                rot.to(self.trainer.device) if net.config.mode == "pose" else None,
+            )
         stamp = self.get_clock().now().to_msg()
         command = JointState(name=self.arm.joint_names, position=q[0].double().cpu().tolist())
         command.header.stamp = stamp
         self.command_pub.publish(command)
-        target = markers.pose_stamped(pos[0].tolist(), matrix_to_quaternion(rot)[0].tolist(), self.arm.base, stamp)
+        target = markers.pose_stamped(
+            pos[0].tolist(), matrix_to_quaternion(rot)[0].tolist(), self.arm.base, stamp
+        )
         self.target_pub.publish(target)
         reached_pos, reached_rot = self.kin.forward(q.float().cpu())
-        reached = markers.pose_stamped(reached_pos[0].tolist(), matrix_to_quaternion(reached_rot)[0].tolist(),
-                                       self.arm.base, stamp)
-        self.marker_pub.publish(markers.reached_and_target(reached, target, self.arm.base, stamp, self.arm.reach))
+        reached = markers.pose_stamped(
+            reached_pos[0].tolist(),
+            matrix_to_quaternion(reached_rot)[0].tolist(),
+            self.arm.base,
+            stamp,
+        )
+        self.marker_pub.publish(
+            markers.reached_and_target(reached, target, self.arm.base, stamp, self.arm.reach)
+        )
 
     def close(self) -> None:
         """Stop training (Ctrl-C or shutdown) and wait until the model folder is written."""

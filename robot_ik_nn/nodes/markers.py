@@ -1,4 +1,5 @@
 """RViz markers and poses the nodes publish."""
+
 from __future__ import annotations
 
 from geometry_msgs.msg import Point, PoseStamped
@@ -39,15 +40,20 @@ def _sphere(ns: str, marker_id: int, pose, frame: str, stamp, size: float, rgba)
     return m
 
 
-def reached_and_target(reached: PoseStamped, target: PoseStamped | None, frame: str, stamp,
-                       reach: float) -> MarkerArray:
+def reached_and_target(
+    reached: PoseStamped, target: PoseStamped | None, frame: str, stamp, reach: float
+) -> MarkerArray:
     """The reached tool pose (solid) and the target (translucent), sized for the arm."""
     size = max(0.01, 0.04 * reach)
     out = MarkerArray()
-    out.markers.append(_sphere("reached", 0, reached.pose, frame, stamp, size * 0.5, (0.1, 0.6, 1.0, 1.0)))
+    out.markers.append(
+        _sphere("reached", 0, reached.pose, frame, stamp, size * 0.5, (0.1, 0.6, 1.0, 1.0))
+    )
     out.markers.append(_axes("reached", 1, reached.pose, frame, stamp, size * 2, 1.0))
     if target is not None:
         t_frame = target.header.frame_id or frame
-        out.markers.append(_sphere("target", 0, target.pose, t_frame, stamp, size, (1.0, 0.6, 0.1, 0.5)))
+        out.markers.append(
+            _sphere("target", 0, target.pose, t_frame, stamp, size, (1.0, 0.6, 0.1, 0.5))
+        )
         out.markers.append(_axes("target", 1, target.pose, t_frame, stamp, size * 2.5, 0.5))
     return out

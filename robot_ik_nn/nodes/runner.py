@@ -1,6 +1,7 @@
 """Running a planned session (session.py) in one process: all nodes on one rclpy executor.
 
 The nodes' callbacks are short (a training run has its own thread), so one thread serves them."""
+
 from __future__ import annotations
 
 import sys
@@ -22,20 +23,28 @@ def _overrides(parameters: dict) -> list[Parameter]:
 
 
 def run(planned, args=None) -> int:
-    """Start ``planned`` nodes, spin until a session-ending node is done or Ctrl-C; 0 on success."""
-    rclpy.init(args=args if args is not None else [sys.argv[0]])  # name:=value are ours, not remaps
+    """Start ``planned`` nodes, spin until a session-ending node is done or Ctrl-C; 0: success."""
+    rclpy.init(
+        args=args if args is not None else [sys.argv[0]]
+    )  # name:=value are ours, not remaps
     executor = SingleThreadedExecutor()  # callbacks run inline: none is in flight when we stop
     started = []
     code = 0
     try:
         for spec in planned:
             if spec.external:
-                print(f"[launch] {spec.executable} skipped: it comes with a ROS 2 install (not on PyPI); "
-                      f"'ros2 launch robot_ik_nn ...' starts it", file=sys.stderr)
+                print(
+                    f"[launch] {spec.executable} skipped: it comes with a ROS 2 install "
+                    "(not on PyPI); "
+                    f"'ros2 launch robot_ik_nn ...' starts it",
+                    file=sys.stderr,
+                )
                 continue
             remaps = [arg for a, b in spec.remappings for arg in ("-r", f"{a}:={b}")]
-            node = NODE_CLASSES[spec.executable](parameter_overrides=_overrides(spec.parameters),
-                                                 cli_args=["--ros-args", *remaps] if remaps else None)
+            node = NODE_CLASSES[spec.executable](
+                parameter_overrides=_overrides(spec.parameters),
+                cli_args=["--ros-args", *remaps] if remaps else None,
+            )
             started.append((spec, node))
             executor.add_node(node)
         enders = [node for spec, node in started if spec.ends_session]

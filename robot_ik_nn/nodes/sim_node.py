@@ -5,6 +5,7 @@ Subscribes ``joint_command`` (sensor_msgs/JointState) and ``<controller>/joint_t
 publishes ``/joint_states``, ``~/end_effector_pose`` (PoseStamped) and ``~/markers``
 (MarkerArray: the reached pose, and the last target heard on ``target_pose``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,18 +25,43 @@ from .trajectory import TrajectoryFollower
 class SimNode(Node):
     def __init__(self, **kwargs):
         super().__init__("sim_node", **kwargs)
-        robot = declare(self, "robot", "niryo_one", "built-in arm name or URDF path", read_only=True)
+        robot = declare(
+            self, "robot", "niryo_one", "built-in arm name or URDF path", read_only=True
+        )
         base = declare(self, "base_link", "", "base link ('' = the URDF's root)", read_only=True)
         tip = declare(self, "tip_link", "", "tip link ('' = the only leaf)", read_only=True)
-        self.rate = declare(self, "rate", 50.0, "simulation and /joint_states rate (Hz)", read_only=True,
-                            lo=1.0, hi=1000.0)
-        substeps = declare(self, "substeps", 4, "physics steps per tick", read_only=True, lo=1, hi=100)
-        controller = declare(self, "controller", "arm_controller",
-                             "trajectory topic prefix: <controller>/joint_trajectory", read_only=True)
-        gui = declare(self, "gui", False, "open the PyBullet window (needs a display)", read_only=True)
-        initial = declare(self, "initial_joints", [0.0], "joint values at start ([0.0] = all zero)",
-                          read_only=True)
-        self.marker_every = declare(self, "marker_period", 0.1, "seconds between marker updates", lo=0.01, hi=10.0)
+        self.rate = declare(
+            self,
+            "rate",
+            50.0,
+            "simulation and /joint_states rate (Hz)",
+            read_only=True,
+            lo=1.0,
+            hi=1000.0,
+        )
+        substeps = declare(
+            self, "substeps", 4, "physics steps per tick", read_only=True, lo=1, hi=100
+        )
+        controller = declare(
+            self,
+            "controller",
+            "arm_controller",
+            "trajectory topic prefix: <controller>/joint_trajectory",
+            read_only=True,
+        )
+        gui = declare(
+            self, "gui", False, "open the PyBullet window (needs a display)", read_only=True
+        )
+        initial = declare(
+            self,
+            "initial_joints",
+            [0.0],
+            "joint values at start ([0.0] = all zero)",
+            read_only=True,
+        )
+        self.marker_every = declare(
+            self, "marker_period", 0.1, "seconds between marker updates", lo=0.01, hi=10.0
+        )
         live_parameters(self, {"marker_period": "marker_every"})
 
         self.arm = ArmModel.load(robot, base=base or None, tip=tip or None)
@@ -52,24 +78,34 @@ class SimNode(Node):
         self.pose_pub = self.create_publisher(PoseStamped, "~/end_effector_pose", RELIABLE)
         self.marker_pub = self.create_publisher(MarkerArray, "~/markers", RELIABLE)
         self.create_subscription(JointState, "joint_command", self.on_command, RELIABLE)
-        self.create_subscription(JointTrajectory, f"{controller}/joint_trajectory", self.on_trajectory, RELIABLE)
+        self.create_subscription(
+            JointTrajectory, f"{controller}/joint_trajectory", self.on_trajectory, RELIABLE
+        )
         self.create_subscription(PoseStamped, "target_pose", self.on_target, RELIABLE)
         self.create_timer(1.0 / self.rate, self.tick)
-        self.get_logger().info(f"simulating {self.arm.name} ({self.arm.dof} joints) at {self.rate:g} Hz; "
-                               f"trajectories on {controller}/joint_trajectory")
+        self.get_logger().info(
+            f"simulating {self.arm.name} ({self.arm.dof} joints) at {self.rate:g} Hz; "
+            f"trajectories on {controller}/joint_trajectory"
+        )
 
     # -- inputs -----------------------------------------------------------------------------------
     def _ordered(self, names, values) -> np.ndarray | None:
         given = dict(zip(names, values))
         missing = [n for n in self.arm.joint_names if n not in given]
         if missing:
-            self.get_logger().warning(f"command without joints {missing}: ignored", throttle_duration_sec=2.0)
+            self.get_logger().warning(
+                f"command without joints {missing}: ignored", throttle_duration_sec=2.0
+            )
             return None
         q = np.array([given[n] for n in self.arm.joint_names], dtype=float)
         if not np.all(np.isfinite(q)):
-            self.get_logger().warning("command with non-finite values: ignored", throttle_duration_sec=2.0)
+            self.get_logger().warning(
+                "command with non-finite values: ignored", throttle_duration_sec=2.0
+            )
             return None
-        return np.clip(q, self.arm.lower, self.arm.upper)  # like a real controller: never past a limit
+        return np.clip(
+            q, self.arm.lower, self.arm.upper
+        )  # like a real controller: never past a limit
 
     def on_command(self, msg: JointState) -> None:
         q = self._ordered(msg.name, msg.position)
@@ -79,8 +115,10 @@ class SimNode(Node):
 
     def on_trajectory(self, msg: JointTrajectory) -> None:
         if not self.follower.load(msg, self.sim.get_joints(), self._now()):
-            self.get_logger().warning("trajectory without all joints or with bad values: ignored",
-                                   throttle_duration_sec=2.0)
+            self.get_logger().warning(
+                "trajectory without all joints or with bad values: ignored",
+                throttle_duration_sec=2.0,
+            )
 
     def on_target(self, msg: PoseStamped) -> None:
         self.target = msg
@@ -98,8 +136,11 @@ class SimNode(Node):
                 self.sim.command(q)
         self.sim.step(self.substeps)
         stamp = self.get_clock().now().to_msg()
-        state = JointState(name=self.arm.joint_names, position=self.sim.get_joints().tolist(),
-                           velocity=self.sim.get_velocities().tolist())
+        state = JointState(
+            name=self.arm.joint_names,
+            position=self.sim.get_joints().tolist(),
+            velocity=self.sim.get_velocities().tolist(),
+        )
         state.header.stamp = stamp
         self.joint_pub.publish(state)
         pos, quat = self.sim.end_effector_pose()
@@ -107,8 +148,9 @@ class SimNode(Node):
         self.pose_pub.publish(pose)
         if now - self._last_markers >= self.marker_every:
             self._last_markers = now
-            self.marker_pub.publish(markers.reached_and_target(pose, self.target, self.frame, stamp,
-                                                               self.arm.reach))
+            self.marker_pub.publish(
+                markers.reached_and_target(pose, self.target, self.frame, stamp, self.arm.reach)
+            )
 
     def close(self) -> None:
         self.sim.close()

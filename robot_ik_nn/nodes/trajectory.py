@@ -2,6 +2,7 @@
 
 Pure Python on the message's fields, so it is tested without ROS.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,8 +29,11 @@ class TrajectoryFollower:
         times, points = [0.0], [np.asarray(current, dtype=float)]
         for pt in msg.points:
             t = pt.time_from_start.sec + pt.time_from_start.nanosec * 1e-9
-            q = np.asarray([pt.positions[i] for i in order], dtype=float) if len(pt.positions) == len(
-                msg.joint_names) else None
+            q = (
+                np.asarray([pt.positions[i] for i in order], dtype=float)
+                if len(pt.positions) == len(msg.joint_names)
+                else None
+            )
             if q is None or not np.all(np.isfinite(q)) or t < times[-1]:
                 return False
             times.append(t)

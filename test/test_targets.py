@@ -1,0 +1,94 @@
+"""One validation: the same bad and borderline targets get the same verdict, in the same words,
+from every path that takes targets."""
+
+import math
+
+import numpy as np
+import pytest
+
+from robot_ik_nn import model_dir
+from robot_ik_nn.arm.rotations import matrix_to_quaternion
+from robot_ik_nn.evaluate import held_out_targets
+from robot_ik_nn.ik.batched import TorchSolver
+from robot_ik_nn.ik.solver import Solver
+from robot_ik_nn.safety import check_target
+
+
+def cases(arm):
+    _, P, R = held_out_targets(arm, 1, seed=8)
+    p, q = P[0], matrix_to_quaternion(R[0])
+    return {  # name: (position, quaternion, expected status, words in the reason)
+        "fine": (p, q, "solved", ""),
+        "nan position": (np.array([math.nan, 0, 0.3]), q, "rejected", "position is not finite"),
+        "inf position": (np.array([0.1, math.inf, 0.3]), q, "rejected", "position is not finite"),
+        "nan orientation": (
+            p,
+            np.array([0, 0, math.nan, 1.0]),
+            "rejected",
+            "orientation is not finite",
+        ),
+        "norm 0": (p, np.zeros(4), "rejected", "not unit length (norm 0)"),
+        "norm 0.5": (p, q * 0.5, "rejected", "not unit length (norm 0.5)"),
+        "norm 1.5": (p, q * 1.5, "rejected", "not unit length (norm 1.5)"),
+        "norm 1 + 1e-4": (p, q * (1 + 1e-4), "solved", ""),
+        "norm 1 - 1e-4": (p, q * (1 - 1e-4), "solved", ""),
+        "out of reach": (np.array([3.0, 0.0, 0.2]), q, "rejected", "reaches at most"),
+        "position only": (p, None, "rejected", "give an orientation"),
+    }
+
+
+def verdicts_single(solver, table):
+    return {
+        k: (a.status, a.reason) for k, (p, q, _, _) in table.items() for a in [solver.solve(p, q)]
+    }
+
+
+def verdicts_batch(solve, table):
+    out = {}
+    for name, (p, q, _, _) in table.items():  # one batch per case: position-only needs q=None
+        r = solve(p[None], None if q is None else q[None])
+        out[name] = (r.status[0], r.reason[0])
+    return out
+
+
+@pytest.fixture(scope="module")
+def onnx_model(niryo_model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("targets") / "niryo_one"
+    folder.mkdir()
+    for f in niryo_model.iterdir():
+        if f.is_file():
+            (folder / f.name).write_bytes(f.read_bytes())
+    model_dir.export_onnx(folder)
+    return folder
+
+
+def test_every_path_gives_each_target_the_same_verdict(onnx_model):
+    solver = Solver.load(onnx_model)
+    table = cases(solver.arm)
+    paths = {
+        f"single {b}": verdicts_single(Solver.load(onnx_model, backend=b), table)
+        for b in ("compiled", "numpy", "onnx")
+    }
+    paths["batch compiled"] = verdicts_batch(solver.solve_batch, table)
+    paths["batch numpy"] = verdicts_batch(
+        Solver.load(onnx_model, backend="numpy").solve_batch, table
+    )
+    loaded = model_dir.load(onnx_model)
+    paths["batch torch"] = verdicts_batch(TorchSolver(loaded.arm, loaded.net).solve, table)
+    for name, (_, _, status, words) in table.items():
+        seen = {path: v[name] for path, v in paths.items()}
+        assert {v[0] for v in seen.values()} == {status}, (name, seen)
+        assert len({v[1] for v in seen.values()}) == 1, (name, seen)  # the same words everywhere
+        assert words in next(iter(seen.values()))[1], (name, seen)
+
+
+def test_the_safety_gate_says_what_the_solvers_say(niryo_model):
+    solver = Solver.load(niryo_model)
+    frame = solver.arm.base
+    for name, (p, q, status, _) in cases(solver.arm).items():
+        gate = check_target(p, q, frame, 10.0, 10.0, {frame})
+        answer = solver.solve(p, q)
+        if gate:  # refused at the gate: refused by the solver too, with the same reason
+            assert answer.status == "rejected" and answer.reason == gate, name
+        else:  # reach and orientation-needed are the solver's to judge; the verdict is the same
+            assert answer.status == status, name
