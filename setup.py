@@ -6,7 +6,7 @@ PACKAGE = "robot_ik_nn"
 
 setup(
     name=PACKAGE,
-    version="0.1.0",
+    version="0.2.0",
     description="A neural network learns a robot arm's inverse kinematics by reward and serves it "
     "through ROS 2",
     license="BSD-3-Clause",

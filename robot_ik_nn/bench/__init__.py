@@ -129,7 +129,15 @@ def run(
         say("tracking")
         result["tracking"] = tracking(main, arm, fk, tracking_targets, pose)
         if peers:
-            result["peers"] = run_peers(arm, fk, P[:n_single], Q, Rj, budget_ms / 1000, say)
+            result["peers"] = run_peers(
+                arm,
+                fk,
+                P[:n_single],
+                None if Q is None else Q[:n_single],
+                None if Rj is None else Rj[:n_single],
+                budget_ms / 1000,
+                say,
+            )
     seedless = single["without network"]["solved_per_s"]
     result["network_gain"] = {
         name: row_["solved_per_s"] / seedless
