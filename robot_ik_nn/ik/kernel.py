@@ -348,22 +348,70 @@ def clamp(chain, q):
 
 
 @njit(cache=True)
+def _cholesky_solve(A, b, k, x):
+    """Solve A x = b for the symmetric positive definite k x k top-left block of ``A`` (its
+    lower triangle is overwritten)."""
+    for a in range(k):
+        for c in range(a + 1):
+            acc = A[a, c]
+            for j in range(c):
+                acc -= A[a, j] * A[c, j]
+            A[a, c] = math.sqrt(max(acc, 1e-300)) if a == c else acc / A[c, c]
+    for a in range(k):
+        acc = b[a]
+        for j in range(a):
+            acc -= A[a, j] * x[j]
+        x[a] = acc / A[a, a]
+    for a in range(k - 1, -1, -1):
+        acc = x[a]
+        for j in range(a + 1, k):
+            acc -= A[j, a] * x[j]
+        x[a] = acc / A[a, a]
+
+
+@njit(cache=True)
+def _damped_step(J, e, m, n, lam, H, rhs, step):
+    """The Levenberg step (J^T J + lam I)^-1 J^T e, solved in the smaller of the two equivalent
+    forms: n x n, or m x m as J^T (J J^T + lam I)^-1 e when the arm has more joints than the
+    residual has rows (a 7-joint arm, or any arm on a position-only target)."""
+    if m < n:
+        for a in range(m):
+            for b in range(a + 1):
+                acc = 0.0
+                for j in range(n):
+                    acc += J[a, j] * J[b, j]
+                H[a, b] = acc
+            H[a, a] += lam
+        _cholesky_solve(H, e, m, rhs)
+        for j in range(n):
+            acc = 0.0
+            for r in range(m):
+                acc += J[r, j] * rhs[r]
+            step[j] = acc
+        return
+    for a in range(n):
+        acc = 0.0
+        for r in range(m):
+            acc += J[r, a] * e[r]
+        rhs[a] = acc
+        for b in range(a + 1):
+            acc = 0.0
+            for r in range(m):
+                acc += J[r, a] * J[r, b]
+            H[a, b] = acc
+        H[a, a] += lam
+    _cholesky_solve(H, rhs, n, step)
+
+
+@njit(cache=True)
 def refine(chain, cfg, q, pt, Rt, has_rot, iterations, ws):
     """Levenberg-Marquardt from ``q`` (changed in place), projected onto the limits after each
     step. Each trial point is linearised once: an accepted step's Jacobian is the next one's.
     Stops when the error is far inside the tolerance, or when no step helps any more.
     Returns (position error, rotation error) at the final ``q`` and the iterations used."""
     n = q.shape[0]
-    q_new, step, rhs, e, e_new, J, J_new, H = (
-        ws[0],
-        ws[2],
-        ws[3],
-        ws[4],
-        ws[5],
-        ws[6],
-        ws[7],
-        ws[8],
-    )
+    q_new, step, rhs, e, e_new = ws[0], ws[2], ws[3], ws[4], ws[5]
+    J, J_new, H = ws[6], ws[7], ws[8]
     m = 6 if has_rot else 3
     clamp(chain, q)
     cost, pe, re = residual(chain, cfg, q, pt, Rt, has_rot, e, J, ws, True)
@@ -373,36 +421,7 @@ def refine(chain, cfg, q, pt, Rt, has_rot, iterations, ws):
         if cost <= cfg[STOP] or lam >= 1e3:
             break
         used += 1
-        for a in range(n):  # normal equations (J^T J + lam I) step = J^T e
-            acc = 0.0
-            for r in range(m):
-                acc += J[r, a] * e[r]
-            rhs[a] = acc
-            for b in range(a + 1):
-                acc = 0.0
-                for r in range(m):
-                    acc += J[r, a] * J[r, b]
-                H[a, b] = acc
-            H[a, a] += lam
-        for a in range(n):  # Cholesky in place (lower triangle), then two triangular solves
-            for b in range(a + 1):
-                acc = H[a, b]
-                for k in range(b):
-                    acc -= H[a, k] * H[b, k]
-                if a == b:
-                    H[a, a] = math.sqrt(max(acc, 1e-300))
-                else:
-                    H[a, b] = acc / H[b, b]
-        for a in range(n):
-            acc = rhs[a]
-            for k in range(a):
-                acc -= H[a, k] * step[k]
-            step[a] = acc / H[a, a]
-        for a in range(n - 1, -1, -1):
-            acc = step[a]
-            for k in range(a + 1, n):
-                acc -= H[k, a] * step[k]
-            step[a] = acc / H[a, a]
+        _damped_step(J, e, m, n, lam, H, rhs, step)
         for a in range(n):
             q_new[a] = q[a] + step[a]
         clamp(chain, q_new)

@@ -298,11 +298,15 @@ def net_forward(netw, sizes, meta, pt, Rt, cur, has_cur, q_out, h1, h2):
         s, c = raw[2 * hj], raw[2 * hj + 1]
         norm = max(math.sqrt(s * s + c * c), 1e-6)
         s, c = s / norm, c / norm
-        phi = (2.0 * math.atan2(s, c) + math.pi) % (2 * math.pi) - math.pi
         lo, hi = meta[NM_LIMITS + j], meta[NM_LIMITS + dof + j]
         continuous = meta[NM_LIMITS + 2 * dof + j] > 0
-        theta = phi if continuous else (hi + lo) / 2 + (hi - lo) / 2 * s
-        if j == 0 and meta[NM_YAW] > 0:
+        turning = j == 0 and meta[NM_YAW] > 0
+        if not (continuous or turning):  # a limited joint needs no angle: the squash of s
+            q_out[head, j] = (hi + lo) / 2 + (hi - lo) / 2 * s
+            continue
+        phi = (2.0 * math.atan2(s, c) + math.pi) % (2 * math.pi) - math.pi
+        theta = phi
+        if turning:
             a = psi + phi
             if continuous:
                 theta = (a + math.pi) % (2 * math.pi) - math.pi
