@@ -19,6 +19,7 @@ SERVING = [
     "robot_ik_nn.ik",
     "robot_ik_nn.ik.solver",
     "robot_ik_nn.ik.kernel",
+    "robot_ik_nn.ik.layout",
     "robot_ik_nn.ik.policy",
     "robot_ik_nn.ik.seeds",
     "robot_ik_nn.ik.targets",

@@ -11,7 +11,7 @@ import torch
 from robot_ik_nn import model_dir
 from robot_ik_nn.arm.rotations import matrix_to_quaternion, wrap_angle
 from robot_ik_nn.evaluate import held_out_targets
-from robot_ik_nn.ik import kernel, seeds
+from robot_ik_nn.ik import layout, seeds
 from robot_ik_nn.ik.batched import TorchSolver
 from robot_ik_nn.ik.settings import IKSettings
 from robot_ik_nn.ik.solver import Solver
@@ -55,7 +55,7 @@ def test_every_backend_gives_the_torch_networks_joints(with_onnx, targets):
         )
     assert exact.shape == (1000, 2, 6)
     compiled = Solver.load(with_onnx)
-    chain, cfg, meta, sizes = kernel.parts(compiled._model)
+    chain, cfg, meta, sizes = layout.parts(compiled._model)
     out, h1, h2 = (
         np.empty((2, 6)),
         np.empty(compiled.network.width),

@@ -9,7 +9,7 @@ import torch
 from robot_ik_nn.arm import rotations as rot
 from robot_ik_nn.arm.kinematics import Kinematics
 from robot_ik_nn.arm.model import ArmModel
-from robot_ik_nn.ik import kernel
+from robot_ik_nn.ik import kernel, layout
 from robot_ik_nn.ik.settings import IKSettings
 from robot_ik_nn.ik.solver import Solver
 
@@ -27,7 +27,7 @@ def test_forward_kinematics_and_jacobian_match_torch(name, slider_arm):
     q = kin.sample(1000, torch.Generator().manual_seed(11))
     q[:, arm.continuous] *= 3  # continuous joints go round more than once
     pos, R, J = kin.jacobian(q)
-    chain = kernel.pack_chain(arm)
+    chain = layout.pack_chain(arm)
     p, Rk, Jk, work = np.empty(3), np.empty((3, 3)), np.empty((6, arm.dof)), np.empty((arm.dof, 6))
     for i in range(0, 1000, 7):
         kernel.fk(chain, q[i].numpy(), p, Rk, Jk, work, True)

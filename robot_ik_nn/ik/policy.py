@@ -21,7 +21,8 @@ import numpy as np
 from numba import njit, prange
 
 from . import targets
-from .kernel import (
+from .kernel import clamp, fk, quat_to_matrix, refine, residual, restart_seed
+from .layout import (
     CONTINUOUS,
     HI,
     ITERS,
@@ -39,13 +40,7 @@ from .kernel import (
     TYPE,
     USE_NET,
     WARM,
-    clamp,
-    fk,
     parts,
-    quat_to_matrix,
-    refine,
-    residual,
-    restart_seed,
     views,
 )
 from .seeds import net_forward

@@ -7,8 +7,8 @@
     solver = Solver(ArmModel.load("niryo_one"))           # an arm without a network
 
 One target costs one compiled call (the network included, with the ``compiled`` backend); a batch
-runs the network as float32 matrix products and the refinement in parallel over all cores.
-Nothing here imports torch.
+is one compiled call that runs every target in parallel over all cores. With the ``numpy`` and
+``onnx`` backends the network runs first, outside the kernel. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -18,11 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import kernel, policy, seeds
+from . import layout, policy, seeds
 from .settings import IKSettings
 from .targets import NOT_FOUND, STATUS, Answer, BatchResult, closest_reached, reason
-
-_EMPTY_WARM = np.zeros((0, 0))
 
 
 class Solver:
@@ -59,10 +57,10 @@ class Solver:
         """The kernel's buffers: the constant model and network, and this solver's scratch."""
         n = self.arm.dof
         net = self.network if self.network is not None else seeds.empty_network(n)
-        self._model = kernel.pack_model(self.arm, self.settings, self.network)
+        self._model = layout.pack_model(self.arm, self.settings, self.network)
         self._netw = net.flat
         self.heads = net.heads
-        self._scratch = np.zeros(kernel.scratch_size(n, net.heads, net.width))
+        self._scratch = np.zeros(layout.scratch_size(n, net.heads, net.width))
         self._scratch[-1:].view(np.uint64)[0] = self.settings.rng_seed
         self._quat0 = np.zeros(4)
         self._outside = self.backend in ("numpy", "onnx")  # the network runs outside the kernel
@@ -70,7 +68,7 @@ class Solver:
         self._seed, self._cur = np.zeros((net.heads, n)), np.zeros(n)
         self._warm = [np.zeros((k, n)) for k in range(3)]
         self.origin = self.arm.joints[0].origin[:3, 3].copy()
-        self.max_reach = float(self._model[int(self._model[4]) + kernel.REACH])
+        self.max_reach = float(self._model[int(self._model[4]) + layout.REACH])
 
     # -- construction -----------------------------------------------------------------------------
     @classmethod
@@ -235,7 +233,7 @@ class Solver:
             has_seed,
             self.settings.rng_seed,
             _chunks(B),
-            kernel.scratch_size(n, self.heads, self.network.width if self.network else 1),
+            layout.scratch_size(n, self.heads, self.network.width if self.network else 1),
             q,
             info,
         )
