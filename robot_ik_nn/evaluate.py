@@ -16,12 +16,15 @@ import numpy as np
 from .arm.rotations import matrix_to_quaternion, rotation_angle
 
 
-def held_out_targets(arm, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(q, position, rotation matrix) of ``n`` reachable targets, float64 numpy."""
+def held_out_targets(arm, n: int, seed: int, margin: float = 0.0):
+    """(q, position, rotation matrix) of ``n`` reachable targets, float64 numpy: the joints are
+    uniform inside the limits (less ``margin`` for limited joints)."""
     from .ik.solver import Solver
 
     rng = np.random.default_rng(seed)
-    q = arm.lower + rng.random((n, arm.dof)) * (arm.upper - arm.lower)
+    keep = np.where(arm.continuous, 0.0, margin)
+    lo, hi = arm.lower + keep, arm.upper - keep
+    q = lo + rng.random((n, arm.dof)) * (hi - lo)
     pos, rot = Solver(arm).forward(q)
     return q, pos, rot
 

@@ -1,19 +1,23 @@
 """``robot-ik-nn bench --dds``: the inference node over DDS, measured from outside.
 
-The node runs in its own process, as ``ros2 run`` starts it; this process plays the arm (it
-publishes ``/joint_states`` at 50 Hz, mid-range joints) and an outside client that sends random
-reachable targets (cold: each unrelated to the last) at 200 Hz. Latency is target published ->
-``joint_command`` received, both stamped on this process's clock. Start-up is process start ->
-first command received (the kernel cache already warm: a first run fills it).
+Three processes, as on a robot: the inference node (started as ``ros2 run`` would), a client
+that plays the arm (``/joint_states`` at 50 Hz, mid-range joints) and sends random reachable
+targets (cold: each unrelated to the last) at 200 Hz, and a listener that stamps every
+``joint_command`` on arrival. Both stamps come from the same monotonic clock (CLOCK_MONOTONIC,
+shared by every process), so latency is target published -> command received. Start-up is node
+process start -> first command received (the kernel cache already warm: a first run fills it).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
-import threading
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -21,12 +25,9 @@ from ..arm.rotations import matrix_to_quaternion
 from ..evaluate import held_out_targets
 
 
-def dds_latency(
-    model, targets: int = 2000, rate_hz: float = 200.0, seed: int = 99, domain: int | None = None
-) -> dict:
+def dds_latency(model, targets: int = 2000, rate_hz: float = 200.0, seed: int = 99) -> dict:
     import rclpy
     from geometry_msgs.msg import PoseStamped
-    from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import JointState
 
     from ..ik.solver import Solver
@@ -34,134 +35,170 @@ def dds_latency(
 
     solver = Solver.load(model)
     arm = solver.arm
-    _, P, R = held_out_targets(arm, targets, seed)
+    # reachable with the node's default joint_limit_margin; the last one: the start-up target
+    _, P, R = held_out_targets(arm, targets + 1, seed, margin=0.02)
     Q = matrix_to_quaternion(R)
     env = {
         **os.environ,
-        "ROS_DOMAIN_ID": str(domain if domain is not None else 50 + os.getpid() % 40),
+        "ROS_DOMAIN_ID": os.environ.get("ROS_DOMAIN_ID", str(50 + os.getpid() % 40)),
     }
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
+    work = Path(tempfile.mkdtemp(prefix="robot_ik_nn_dds_"))
+    listener = subprocess.Popen(
+        [sys.executable, "-m", "robot_ik_nn.bench.dds", str(work)], env=env
+    )
     own_context = not rclpy.ok()
     if own_context:
         rclpy.init()
-    node = rclpy.create_node("bench_dds_client")
-    received, lock = [], threading.Lock()
+    client = rclpy.create_node("bench_dds_client")
+    targets_pub = client.create_publisher(PoseStamped, "/inference_node/target_pose", RELIABLE)
+    states_pub = client.create_publisher(JointState, "/joint_states", RELIABLE)
+    last_state = 0.0
 
-    def on_command(msg):
+    def publish(i):
+        nonlocal last_state
         now = time.perf_counter()
-        with lock:
-            received.append((now, msg))
-
-    node.create_subscription(JointState, "/joint_command", on_command, RELIABLE)
-    targets_pub = node.create_publisher(PoseStamped, "/inference_node/target_pose", RELIABLE)
-    states_pub = node.create_publisher(JointState, "/joint_states", RELIABLE)
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            executor.spin_once(timeout_sec=0.01)
-
-    spinner = threading.Thread(target=spin, daemon=True)
-    spinner.start()
-
-    def joint_states():
-        while not stop.is_set():
-            msg = JointState(name=arm.joint_names, position=arm.mid_range.tolist())
-            msg.header.stamp = node.get_clock().now().to_msg()
-            states_pub.publish(msg)
-            time.sleep(0.02)
-
-    threading.Thread(target=joint_states, daemon=True).start()
-
-    def pose(i):
+        stamp = client.get_clock().now().to_msg()
+        if now - last_state >= 0.02:
+            state = JointState(name=arm.joint_names, position=arm.mid_range.tolist())
+            state.header.stamp = stamp
+            states_pub.publish(state)
+            last_state = now
         msg = PoseStamped()
-        msg.header.frame_id = arm.base
-        msg.header.stamp = node.get_clock().now().to_msg()
+        msg.header.frame_id, msg.header.stamp = arm.base, stamp
         p, o = msg.pose.position, msg.pose.orientation
         p.x, p.y, p.z = (float(v) for v in P[i])
         o.x, o.y, o.z, o.w = (float(v) for v in Q[i])
-        return msg
+        sent = time.perf_counter()
+        targets_pub.publish(msg)
+        return sent
 
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "robot_ik_nn.nodes.inference_node",
-            "--ros-args",
-            "-p",
-            f"model_dir:={model}",
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    node = None
     try:
-        while not received:  # start-up: keep offering the first target until it is answered
-            if process.poll() is not None:
-                raise RuntimeError(f"the inference node exited: {process.stdout.read()[-2000:]}")
+        while not (work / "ready").exists():
+            if listener.poll() is not None:
+                raise RuntimeError("the DDS listener exited")
+            time.sleep(0.05)
+        started = time.perf_counter()
+        node = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "robot_ik_nn.nodes.inference_node",
+                "--ros-args",
+                "-p",
+                f"model_dir:={model}",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        while not (work / "first").exists():  # offer the start-up target until it is answered
+            if node.poll() is not None:
+                raise RuntimeError(f"the inference node exited: {node.stdout.read()[-2000:]}")
             if time.perf_counter() - started > 120:
                 raise RuntimeError("the inference node did not answer within 120 s")
-            targets_pub.publish(pose(0))
-            time.sleep(0.01)
-        startup = received[0][0] - started
+            publish(targets)
+            time.sleep(0.02)
+        startup = float((work / "first").read_text()) - started
         time.sleep(0.5)
-        with lock:
-            received.clear()
         sent = np.empty(targets)
         next_time = time.perf_counter()
         for i in range(targets):
-            while time.perf_counter() < next_time:
-                time.sleep(0.0001)
-            msg = pose(i)
-            sent[i] = time.perf_counter()
-            targets_pub.publish(msg)
+            delay = next_time - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            sent[i] = publish(i)
             next_time += 1.0 / rate_hz
-        deadline = time.perf_counter() + 10
-        while len(received) < targets and time.perf_counter() < deadline:
-            time.sleep(0.01)
+        time.sleep(1.0)
     finally:
-        process.send_signal(2)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        stop.set()
-        executor.shutdown()
-        node.destroy_node()
+        for proc in (node, listener):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        client.destroy_node()
         if own_context and rclpy.ok():
             rclpy.shutdown()
-    with lock:
-        arrivals = list(received)
-    latency = _match(arrivals, sent, P, solver)
-    ms = latency * 1000
+    heard = json.loads((work / "commands.json").read_text())
+    outcomes = json.loads((work / "outcomes.json").read_text())
+    latency = _match(heard, sent, P[:targets], solver) * 1000
+    answered = np.isfinite(latency)
     return {
         "rate_hz": rate_hz,
         "sent": targets,
-        "answered": int(np.isfinite(ms).sum()),
-        "ms_median": float(np.nanmedian(ms)),
-        "ms_p99": float(np.nanpercentile(ms, 99)),
-        "ms_max": float(np.nanmax(ms)),
+        "answered": int(answered.sum()),
+        "ms_median": float(np.median(latency[answered])),
+        "ms_p99": float(np.percentile(latency[answered], 99)),
+        "ms_max": float(latency[answered].max()),
         "startup_s": startup,
+        "node_outcomes": outcomes,
     }
 
 
-def _match(arrivals, sent, P, solver) -> np.ndarray:
-    """Latency per target: each command is matched to the target its joints reach (in order)."""
+def _match(heard, sent, P, solver) -> np.ndarray:
+    """Latency per target (s): each command is matched, in order, to the target its joints reach;
+    a target with no command (refused, or not solved) stays NaN."""
     latency = np.full(len(sent), np.nan)
-    if not arrivals:
+    if not heard:
         return latency
-    q = np.array([list(m.position) for _, m in arrivals])
-    reached, _ = solver.forward(q)
+    reached, _ = solver.forward(np.array([q for _, q in heard]))
     k = 0
-    for (when, _), p in zip(arrivals, reached):
-        while k < len(P) and np.linalg.norm(P[k] - p) > 2e-3:  # skipped: rejected or not solved
-            k += 1
-        if k == len(P):
-            break
-        latency[k] = when - sent[k]
-        k += 1
+    for (when, _), p in zip(heard, reached):
+        j = k
+        while j < len(P) and np.linalg.norm(P[j] - p) > 2e-3:
+            j += 1
+        if j == len(P):
+            continue  # the start-up target's answer, or a stray
+        latency[j], k = when - sent[j], j + 1
     return latency
+
+
+def listen(work: Path) -> None:
+    """The listener process: stamp every joint_command on arrival, until SIGINT."""
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.executors import ExternalShutdownException
+    from sensor_msgs.msg import JointState
+
+    from ..nodes.common import RELIABLE, executor_for_latency
+
+    rclpy.init()
+    node = rclpy.create_node("bench_dds_listener")
+    heard, outcomes = [], {}
+
+    def on_status(msg):
+        for s in msg.status:
+            kind = s.message.split(":")[0]
+            outcomes.setdefault(kind, []).append(s.message)
+
+    def on_command(msg):
+        heard.append((time.perf_counter(), list(msg.position)))
+        if len(heard) == 1:
+            (work / "first.tmp").write_text(repr(heard[0][0]))
+            os.replace(work / "first.tmp", work / "first")
+
+    node.create_subscription(JointState, "/joint_command", on_command, RELIABLE)
+    node.create_subscription(DiagnosticArray, "/inference_node/status", on_status, 100)
+    executor = executor_for_latency()
+    executor.add_node(node)
+    (work / "ready").touch()
+    try:
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        (work / "commands.json").write_text(json.dumps(heard))
+        summary = {k: {"count": len(v), "examples": v[:3]} for k, v in outcomes.items()}
+        (work / "outcomes.json").write_text(json.dumps(summary))
+        node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+if __name__ == "__main__":
+    listen(Path(sys.argv[1]))

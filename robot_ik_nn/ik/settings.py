@@ -25,7 +25,7 @@ class IKSettings:
     rot_tol: float = 0.01  # rad
     rot_weight: float = 0.1  # m per rad in the residual and in every score
     iterations: int = 10  # LM iterations from each first seed; 0: the seed alone (no refinement)
-    restarts: int = 300  # further seeds for a target not yet solved (hard ones need many)
+    restarts: int = 1000  # further seeds for a target not yet solved (hard ones need hundreds)
     restart_iterations: int = 20  # LM iterations from each restart seed
     margin: float = 0.0  # rad (m): kept from every limited joint's limits
     reach_margin: float = 1.1  # targets beyond this times the arm's reach bound are rejected

@@ -96,6 +96,18 @@ def status(
     )
 
 
+def executor_for_latency():
+    """rclpy's events executor where this ROS 2 has it (Jazzy and later: it wakes on each
+    message instead of rebuilding a wait set), else the single-threaded one (Humble)."""
+    try:
+        from rclpy.experimental import EventsExecutor
+    except ImportError:
+        from rclpy.executors import SingleThreadedExecutor
+
+        return SingleThreadedExecutor()
+    return EventsExecutor()
+
+
 def spin_node(node_factory, args=None) -> int:
     """``main()`` of every node: init, build, spin until Ctrl-C, shutdown or the node's own end
     (a node with a true ``done`` attribute, such as a finished training run), then clean up.
@@ -105,8 +117,12 @@ def spin_node(node_factory, args=None) -> int:
     code = 0
     try:
         node = node_factory()
+        # one executor for the node's life (rclpy.spin_once would add and remove the node, and
+        # rebuild its wait set, on every call)
+        executor = executor_for_latency()
+        executor.add_node(node)
         while rclpy.ok() and not getattr(node, "done", False):
-            rclpy.spin_once(node, timeout_sec=0.1)
+            executor.spin_once(timeout_sec=0.1)
         code = int(getattr(node, "exit_code", 0))
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
