@@ -168,12 +168,13 @@ def listen(work: Path) -> None:
 
     rclpy.init()
     node = rclpy.create_node("bench_dds_listener")
-    heard, outcomes = [], {}
+    heard, outcomes, inside = [], {}, []
 
     def on_status(msg):
         for s in msg.status:
             kind = s.message.split(":")[0]
             outcomes.setdefault(kind, []).append(s.message)
+            inside.extend(float(v.value) for v in s.values if v.key == "latency_ms")
 
     def on_command(msg):
         heard.append((time.perf_counter(), list(msg.position)))
@@ -194,6 +195,11 @@ def listen(work: Path) -> None:
     finally:
         (work / "commands.json").write_text(json.dumps(heard))
         summary = {k: {"count": len(v), "examples": v[:3]} for k, v in outcomes.items()}
+        if inside:  # the node's own time per target, from receipt to its last publication
+            summary["inside_node_ms"] = {
+                "median": float(np.median(inside)),
+                "p99": float(np.percentile(inside, 99)),
+            }
         (work / "outcomes.json").write_text(json.dumps(summary))
         node.destroy_node()
         if rclpy.ok():
