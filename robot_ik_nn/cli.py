@@ -274,9 +274,10 @@ def parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--backend",
-        choices=["compiled", "numpy", "onnx"],
+        choices=["compiled", "numpy", "onnx", "torch"],
         default="compiled",
-        help="the network's forward pass (onnx: needs model.onnx, see export --onnx)",
+        help="the network's forward pass (onnx: needs model.onnx, see export --onnx; torch: "
+        "needs torch)",
     )
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_solve)
@@ -295,9 +296,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--backends",
         nargs="+",
-        choices=["compiled", "numpy", "onnx"],
-        default=["compiled", "numpy", "onnx"],
-        help="network backends to measure",
+        choices=["compiled", "numpy", "onnx", "torch"],
+        default=["compiled", "numpy", "onnx", "torch"],
+        help="network backends to measure (a backend that cannot load is skipped with a note)",
     )
     b.add_argument(
         "--peers",

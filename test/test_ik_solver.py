@@ -70,6 +70,10 @@ def test_every_backend_gives_the_torch_networks_joints(with_onnx, targets):
         ), backend
     # torch's own float32 pass is the one that strays (ill-conditioned at wrist singularities)
     assert angle_gap(single, exact) <= 1e-2
+    # and the torch backend is that float32 network, seeding the same compiled refinement
+    with_torch = Solver.load(with_onnx, backend="torch")
+    np.testing.assert_array_equal(with_torch.network_seeds(P, R), single)
+    assert with_torch.solve_batch(P[:50], matrix_to_quaternion(R[:50])).solved.all()
 
 
 def test_refine_iterations_zero_is_the_network_alone(niryo_model, targets):

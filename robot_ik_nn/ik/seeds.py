@@ -5,7 +5,9 @@ model folder's safetensors weights, with three interchangeable backends for the 
 
 - ``compiled``: numba, inside the solver's own compiled call (one target costs one call);
 - ``numpy``: float32 matrix products (BLAS), the fastest for large batches;
-- ``onnx``: onnxruntime running ``model.onnx`` (``robot-ik-nn export MODEL --onnx``).
+- ``onnx``: onnxruntime running ``model.onnx`` (``robot-ik-nn export MODEL --onnx``);
+- ``torch``: the torch network itself, in float32 as it was trained (only where torch is
+  installed: for comparison, and for a network that lives on a GPU).
 
 Every backend computes in float64 (the weights, trained in float32, are exact in it), so all of
 them agree with the torch network evaluated in float64 within 1e-5 rad (tested); torch's own
@@ -24,7 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-BACKENDS = ("compiled", "numpy", "onnx")
+BACKENDS = (
+    "compiled",
+    "numpy",
+    "onnx",
+    "torch",
+)  # torch: the training network itself (needs torch)
 # meta layout: what the network does around its layers (mode, symmetry, input scaling, limits)
 NM_POSE, NM_TRACK, NM_YAW, NM_J1R, NM_J1P, NM_BASIS, NM_CENTER, NM_SCALE, NM_LIMITS = (
     0,

@@ -46,7 +46,7 @@ class Solver:
         self.network_config = network_config or {}
         self.backend = backend if network is not None else "none"
         self.mode = self.network_config.get("mode", "position") if network is not None else None
-        self._onnx = None
+        self._onnx = self._torch = None
         if network is not None and backend == "onnx":
             from .onnx_layers import OnnxLayers
 
@@ -63,7 +63,7 @@ class Solver:
         self._scratch = np.zeros(layout.scratch_size(n, net.heads, net.width))
         self._scratch[-1:].view(np.uint64)[0] = self.settings.rng_seed
         self._quat0 = np.zeros(4)
-        self._outside = self.backend in ("numpy", "onnx")  # the network runs outside the kernel
+        self._outside = self.backend in ("numpy", "onnx", "torch")  # the network runs outside
         self._solve_one = None
         self._seed, self._cur = np.zeros((net.heads, n)), np.zeros(n)
         self._warm = [np.zeros((k, n)) for k in range(3)]
@@ -83,6 +83,17 @@ class Solver:
         onnx = folder.path / model_dir.ONNX if backend == "onnx" else None
         if onnx is not None:
             model_dir.check_onnx(folder)
+        if backend == "torch":  # the only path here that imports torch, and only when asked
+            solver = cls(
+                folder.arm,
+                network,
+                settings,
+                backend="numpy",
+                network_config=folder.meta["network"],
+            )
+            solver.backend, solver._torch = "torch", model_dir.load(folder.path, folder.arm).net
+            solver._outside = True
+            return solver
         return cls(
             folder.arm,
             network,
@@ -205,7 +216,7 @@ class Solver:
             else np.zeros((B, 0, n))
         )
         seeds_, has_seed = np.zeros((B, self.heads, n)), False
-        if self.backend in ("numpy", "onnx") and B > 0:  # the layers outside the kernel
+        if self._outside and B > 0:  # the layers outside the kernel
             ok = _acceptable_for_network(P, Q if has_quat else None)
             if has_quat or self.mode != "pose":
                 from ..arm.rotations import quaternion_to_matrix
@@ -260,6 +271,8 @@ class Solver:
         """The network's candidates for a batch (B, heads, dof), before any refinement."""
         if self.network is None:
             raise ValueError("this solver has no network")
+        if self._torch is not None:
+            return _torch_candidates(self._torch, P, R, current)
         x, psi = seeds.features(self.network, P, R, current)
         raw = self._onnx.run(x) if self._onnx is not None else seeds.mlp_numpy(self.network, x)
         return seeds.angles(self.network, raw, psi)
@@ -284,6 +297,19 @@ class Solver:
 
     def __repr__(self) -> str:
         return f"Solver({self.arm.name!r}, network={self.backend}, {self.settings})"
+
+
+def _torch_candidates(net, P, R, current):
+    import torch
+
+    with torch.no_grad():
+        t = {"dtype": torch.float32}
+        q = net.candidates(
+            torch.as_tensor(P, **t),
+            None if R is None else torch.as_tensor(R, **t),
+            None if current is None else torch.as_tensor(current, **t),
+        )
+    return q.double().numpy()
 
 
 def _vector(value, size: int):
