@@ -137,6 +137,13 @@ def test_fuzzed_targets_never_command_and_a_good_one_is_served_after(served):
     rejected_before = _count(probe, "count_rejected")
     n_status = sum(len(m.status) for m in probe.received["/inference_node/status"])
     for k in range(1000):
+        # up to 500 a second, but never more than a few ahead of the node's verdicts: its queue
+        # keeps the newest targets, and a loaded machine must slow the test, not fail it
+        probe.wait_for(
+            lambda k=k: _count(probe, "count_rejected") >= rejected_before + k - 6,
+            60,
+            f"the verdict on fuzzed target {k - 6}",
+        )
         kind = k % 7
         now = (
             probe.node.get_clock().now()
@@ -155,7 +162,7 @@ def test_fuzzed_targets_never_command_and_a_good_one_is_served_after(served):
         elif kind == 5:
             stamp = (now - rclpy_duration(seconds=rng.uniform(0.3, 100))).to_msg()  # stale
         else:
-            stamp = (now + rclpy_duration(seconds=rng.uniform(0.2, 100))).to_msg()  # future
+            stamp = (now + rclpy_duration(seconds=rng.uniform(2.0, 100))).to_msg()  # future
         kinds.append(kind)
         probe.publisher.publish(pose_msg(probe, p, q, frame, stamp))
         time.sleep(0.002)  # 500 targets a second
