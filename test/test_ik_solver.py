@@ -143,6 +143,25 @@ def test_the_torch_solver_follows_the_same_settings(niryo_model, targets):
     np.testing.assert_allclose(alone.q, compiled.q, atol=1e-4)  # torch float32 network vs float64
 
 
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device on this machine (CI has none)"
+)
+def test_the_torch_solver_on_cuda_gives_the_cpu_verdicts(niryo_model, targets):
+    P, _, Q = targets
+    loaded = model_dir.load(niryo_model)
+    bad = np.vstack([P[:300], [[np.nan, 0, 0], [9.0, 9.0, 9.0]]])
+    quat = np.vstack([Q[:300], [[0, 0, 0, 1], [0, 0, 0, 1]]])
+    cpu = TorchSolver(loaded.arm, loaded.net, IKSettings(restarts=64)).solve(bad, quat)
+    gpu = TorchSolver(loaded.arm, loaded.net, IKSettings(restarts=64), device="cuda").solve(
+        bad, quat
+    )
+    assert gpu.solved[:300].mean() >= 0.99 and list(gpu.status[300:]) == ["rejected"] * 2
+    assert gpu.reason[300:] == cpu.reason[300:]
+    both = cpu.solved & gpu.solved
+    assert both.mean() >= 0.98  # answers may differ (float order, restarts); both are exact
+    assert np.all(gpu.pos_err[both] <= 1e-3) and np.all(gpu.rot_err[both] <= 0.01)
+
+
 def test_no_network_and_position_only_targets(slider_arm, niryo):
     solver = Solver(niryo)
     _, P, _ = held_out_targets(niryo, 200, seed=5)
