@@ -105,6 +105,7 @@ def cmd_solve(args) -> int:
     from .arm.rotations import joint_angles_to_quaternions
     from .ik.settings import IKSettings
     from .ik.solver import Solver
+    from .ik.targets import REJECTED
 
     _threads(args.threads)
     solver = Solver.load(args.model, IKSettings(iterations=args.refine), backend=args.backend)
@@ -130,7 +131,7 @@ def cmd_solve(args) -> int:
             print(f"{'joint':>18} {'angle (rad)':>12}   quaternion (x y z w)")
             for name, a, qq in zip(out["joint_names"], out["joints"], out["joint_quaternions"]):
                 print(f"{name:>18} {a:>12.6f}   " + " ".join(f"{v:+.6f}" for v in qq))
-    return 0 if out["status"] != "rejected" else 2
+    return 0 if out["status"] != REJECTED else 2
 
 
 def cmd_bench(args) -> int:

@@ -33,7 +33,7 @@ from ..arm.model import ArmModel
 from ..ik.seeds import BACKENDS
 from ..ik.settings import IKSettings
 from ..ik.solver import Solver
-from ..ik.targets import SOLVED
+from ..ik.targets import BEST_EFFORT, REJECTED, SOLVED, STATUS
 from ..safety import JointBounds, check_target, gate_command, stream_step
 from .common import (
     RELIABLE,
@@ -191,7 +191,7 @@ class InferenceNode(Node):
         self.setpoint = None
         self.stream_goal = None
         self.stream_dt = 1.0 / stream_rate
-        self.counts = {"solved": 0, "best_effort": 0, "rejected": 0}
+        self.counts = dict.fromkeys(STATUS, 0)
 
         self.command_pub = self.create_publisher(JointState, "joint_command", RELIABLE)
         self.trajectory_pub = self.create_publisher(
@@ -245,7 +245,7 @@ class InferenceNode(Node):
         current, why = self._current_joints() if not reason else (None, "")
         reason = reason or why
         if reason:
-            return self.report("rejected", reason, started)
+            return self.report(REJECTED, reason, started)
         answer = self.solver.solve(
             np.array(position), np.array(quat), current=current, last=self.last_solution
         )
@@ -254,7 +254,7 @@ class InferenceNode(Node):
         command = gate_command(answer.q, current, self.bounds, self.min_duration)
         if command is None:
             return self.report(
-                "rejected",
+                REJECTED,
                 "the safety gate refused the solution (outside the joint limits "
                 "with margin, or not finite)",
                 started,
@@ -327,7 +327,7 @@ class InferenceNode(Node):
             )
         if duration is not None:
             values["time_from_start_s"] = f"{duration:.3f}"
-        level = {"solved": "ok", "best_effort": "warn"}.get(outcome, "error")
+        level = {SOLVED: "ok", BEST_EFFORT: "warn"}.get(outcome, "error")
         msg = DiagnosticArray()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.status = [
@@ -340,7 +340,7 @@ class InferenceNode(Node):
             )
         ]
         self.status_pub.publish(msg)
-        if outcome != "solved":
+        if outcome != SOLVED:
             self.get_logger().warning(f"target {outcome}: {reason}", throttle_duration_sec=1.0)
 
 
