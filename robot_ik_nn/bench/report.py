@@ -46,7 +46,10 @@ def format_table(result: dict) -> str:
             "ours (compiled) against the peers, solved per second: "
             + ", ".join(f"{k} {v:.1f}x" for k, v in result["ratios"].items())
         )
-    lines += ["", f"{'batched, all cores':24}{'solved':>10}{'solved/s':>14}{'ms/call':>10}"]
+    lines += [
+        "",
+        f"{'batched, all cores':24}{'solved':>10}{'solved/s':>14}{'ms/call':>10}  (median round)",
+    ]
     for r in result["batched"]:
         lines.append(
             f"  batch {r['batch']:<16,}{r['solve_rate'] * 100:>9.2f}%{r['solved_per_s']:>14,.0f}"
@@ -104,7 +107,7 @@ def markdown(result: dict) -> str:
     b = {r["batch"]: r for r in result["batched"]}
     lines += [
         "",
-        "Batched over all cores: "
+        "Batched over all cores (median of the rounds): "
         + ", ".join(
             f"batch {k:,}: {r['solved_per_s']:,.0f} solved/s ({r['solve_rate'] * 100:.2f} %)"
             for k, r in b.items()
