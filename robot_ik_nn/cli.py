@@ -102,17 +102,33 @@ def cmd_eval(args) -> int:
 
 
 def cmd_solve(args) -> int:
-    from .arm.rotations import joint_angles_to_quaternions
     from .ik.settings import IKSettings
     from .ik.solver import Solver
     from .ik.targets import REJECTED
 
     _threads(args.threads)
     solver = Solver.load(args.model, IKSettings(iterations=args.refine), backend=args.backend)
-    answer = solver.solve(args.xyz, args.quat)
+    if args.solutions is None:
+        answers = [solver.solve(args.xyz, args.quat)]
+    else:
+        answers = solver.solve(args.xyz, args.quat, solutions=args.solutions, order=args.order)
+    outs = [_answer_dict(solver, a) for a in answers]
+    if args.json:
+        print(json.dumps(outs[0] if args.solutions is None else outs))
+    else:
+        for k, out in enumerate(outs):
+            if args.solutions is not None:
+                print(f"answer {k + 1} of {len(outs)} ({args.order} first)")
+            _print_answer(out)
+    return 0 if outs[0]["status"] != REJECTED else 2
+
+
+def _answer_dict(solver, answer) -> dict:
+    from .arm.rotations import joint_angles_to_quaternions
+
     q = answer.q
     quats = None if q is None else joint_angles_to_quaternions(q, solver.arm.axes)
-    out = {
+    return {
         "status": answer.status,
         "reason": answer.reason,
         "pos_err_mm": None if q is None else answer.pos_err * 1000,
@@ -122,20 +138,18 @@ def cmd_solve(args) -> int:
         "joint_quaternions": None if quats is None else quats.tolist(),
         "microseconds": answer.seconds * 1e6,
     }
-    if args.json:
-        print(json.dumps(out))
-    else:
-        print(f"{out['status']}" + (f": {out['reason']}" if out["reason"] else ""))
-        if quats is not None:
-            print(f"error: {out['pos_err_mm']:.4f} mm, {out['rot_err_deg']:.4f} deg")
-            print(f"{'joint':>18} {'angle (rad)':>12}   quaternion (x y z w)")
-            for name, a, qq in zip(out["joint_names"], out["joints"], out["joint_quaternions"]):
-                print(f"{name:>18} {a:>12.6f}   " + " ".join(f"{v:+.6f}" for v in qq))
-    return 0 if out["status"] != REJECTED else 2
+
+
+def _print_answer(out: dict) -> None:
+    print(f"{out['status']}" + (f": {out['reason']}" if out["reason"] else ""))
+    if out["joints"] is not None:
+        print(f"error: {out['pos_err_mm']:.4f} mm, {out['rot_err_deg']:.4f} deg")
+        print(f"{'joint':>18} {'angle (rad)':>12}   quaternion (x y z w)")
+        for name, a, qq in zip(out["joint_names"], out["joints"], out["joint_quaternions"]):
+            print(f"{name:>18} {a:>12.6f}   " + " ".join(f"{v:+.6f}" for v in qq))
 
 
 def cmd_bench(args) -> int:
-    from pathlib import Path
 
     from . import bench
 
@@ -145,6 +159,15 @@ def cmd_bench(args) -> int:
         if not args.json:
             print(f"measuring: {text}", file=sys.stderr, flush=True)
 
+    if args.solutions:
+        from .bench import solutions
+
+        result = solutions.completeness(
+            args.model, k=args.solutions, targets=args.solution_targets, say=say
+        )
+        _write(args.out, result, solutions.format_table(result))
+        print(json.dumps(result, indent=2) if args.json else solutions.format_table(result))
+        return 0
     result = bench.run(
         args.model,
         targets=args.targets,
@@ -161,13 +184,19 @@ def cmd_bench(args) -> int:
 
         say("the inference node over DDS")
         result["dds"] = dds_latency(args.model, targets=args.dds_targets)
-    text = json.dumps(result, indent=2)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(text + "\n")
-        Path(args.out).with_suffix(".md").write_text(bench.markdown(result) + "\n")
-    print(text if args.json else bench.format_table(result))
+    _write(args.out, result, bench.markdown(result))
+    print(json.dumps(result, indent=2) if args.json else bench.format_table(result))
     return 0
+
+
+def _write(out, result: dict, markdown: str) -> None:
+    """The bench's JSON into ``out`` and its markdown beside it (``.md``)."""
+    from pathlib import Path
+
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(result, indent=2) + "\n")
+        Path(out).with_suffix(".md").write_text(markdown + "\n")
 
 
 def cmd_export(args) -> int:
@@ -280,7 +309,21 @@ def parser() -> argparse.ArgumentParser:
         help="the network's forward pass (onnx: needs model.onnx, see export --onnx; torch: "
         "needs torch)",
     )
-    s.add_argument("--json", action="store_true")
+    s.add_argument(
+        "--solutions",
+        type=int,
+        metavar="K",
+        help="up to K distinct answers (joints differing by more than the settings' "
+        "solution_threshold, 0.1 rad), in --order",
+    )
+    s.add_argument(
+        "--order",
+        choices=["nearest", "mid_range", "manipulability"],
+        default="nearest",
+        help="with --solutions: nearest to mid-range first, farthest from the limits first, or "
+        "most dexterous first",
+    )
+    s.add_argument("--json", action="store_true", help="one JSON object (a list with --solutions)")
     s.set_defaults(func=cmd_solve)
 
     b = sub.add_parser(
@@ -316,6 +359,13 @@ def parser() -> argparse.ArgumentParser:
         "--dds-targets", type=int, default=2000, help="targets sent at 200 Hz with --dds"
     )
     b.add_argument("--no-torch", action="store_true", help="skip the batched torch solver")
+    b.add_argument(
+        "--solutions",
+        type=int,
+        metavar="K",
+        help="measure only this: K distinct answers per target against a brute-force search",
+    )
+    b.add_argument("--solution-targets", type=int, default=200, help="targets for --solutions")
     b.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     b.add_argument(
         "--out", help="also write the JSON to this file (and the markdown table beside it)"

@@ -33,6 +33,8 @@ class IKSettings:
     warm_radius: float = 0.02  # weighted error (m) under which the warm start goes first
     stop_fraction: float = 0.01  # iterate until the error is this fraction of the tolerance
     rng_seed: int = 0  # seeds the restarts' random numbers (reproducible answers)
+    solution_attempts: int = 200  # seeds tried at most when several answers are asked for
+    solution_threshold: float = 0.1  # rad (m): answers differing less on every joint are one
 
     def __post_init__(self):
         for name in (
@@ -43,6 +45,7 @@ class IKSettings:
             "quat_tolerance",
             "warm_radius",
             "stop_fraction",
+            "solution_threshold",
         ):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
@@ -53,7 +56,7 @@ class IKSettings:
             raise ValueError(
                 f"IKSettings.margin must be a finite number >= 0, got {self.margin!r}"
             )
-        for name in ("iterations", "restarts", "restart_iterations"):
+        for name in ("iterations", "restarts", "restart_iterations", "solution_attempts"):
             value = getattr(self, name)
             if not (isinstance(value, (int, np.integer)) and 0 <= value <= 100_000):
                 raise ValueError(

@@ -1,0 +1,168 @@
+"""Several distinct answers for one target, compiled, and the orders they are returned in.
+
+The search seeds the same limit-aware LM as the single answer (policy.py): the network's
+candidates first (each head tends to learn its own branch: elbow up or down, wrist flipped or
+not), mid-range without a network, then uniformly random joints. Every answer within tolerance
+is compared with those kept so far: it is new when some joint differs by more than
+``threshold`` (radians; metres for a prismatic joint; continuous joints compared modulo 2 pi).
+The search stops when ``k`` distinct answers are kept, after ``attempts`` seeds, or once
+``patience`` seeds in a row brought nothing new (the solver passes a quarter of ``attempts``, at
+least 20; a brute-force search passes ``attempts``: it never stops early).
+
+Orders (``ORDERS``): ``nearest`` to a reference (the arm's joints; mid-range without them),
+``mid_range`` (farthest from the limits first: joints normalised by their half range), and
+``manipulability`` (sqrt det(J J^T), most dexterous first).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from . import targets
+from .kernel import clamp, fk, quat_to_matrix, refine, restart_seed
+from .layout import (
+    CONTINUOUS,
+    ITERS,
+    NEEDS_ROT,
+    OX,
+    OZ,
+    POS_TOL,
+    QTOL,
+    REACH,
+    RESTART_ITERS,
+    ROT_TOL,
+    ROT_W,
+    TYPE,
+    USE_NET,
+    parts,
+    views,
+)
+from .policy import _candidates, _mid_range, _next_best
+
+ORDERS = ("nearest", "mid_range", "manipulability")
+THRESHOLD = 0.1  # rad: two answers are distinct when some joint differs by more than this
+
+
+@njit(cache=True)
+def joint_gap(chain, a, b):
+    """The largest joint difference between ``a`` and ``b`` (continuous joints modulo 2 pi)."""
+    gap = 0.0
+    for j in range(a.shape[0]):
+        d = abs(a[j] - b[j])
+        if chain[j, TYPE] == CONTINUOUS:
+            d = d % (2 * math.pi)
+            d = min(d, 2 * math.pi - d)
+        gap = max(gap, d)
+    return gap
+
+
+@njit(cache=True)
+def solve_many(
+    model,
+    netw,
+    pt,
+    quat,
+    has_quat,
+    cur,
+    has_cur,
+    seed,
+    has_seed,
+    attempts,
+    patience,
+    threshold,
+    sols,
+    errs,
+    scratch,
+    rng_seed,
+):
+    """Up to ``len(sols)`` distinct answers into ``sols`` (their errors into ``errs``); returns
+    (status, why, count): count answers within tolerance, or (count 0) the closest one found in
+    ``sols[0]`` as the best effort. Status 0 solved, 1 best effort, 2 rejected. ``seed``: the
+    network's candidates when computed outside the kernel (``has_seed``), as in policy.py."""
+    chain, cfg, meta, sizes = parts(model)
+    n, k = sols.shape[1], sols.shape[0]
+    ws = views(scratch, n, int(model[7]), max(int(model[2]), 1))
+    ws[15][0] = np.uint64(rng_seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(1)
+    code = targets.check(
+        pt, quat, has_quat, cfg[OX : OZ + 1], cfg[REACH], cfg[QTOL], cfg[NEEDS_ROT] > 0
+    )
+    if code != targets.OK:
+        sols[:, :] = np.nan
+        return 2, code, 0
+    best, Rt, netq = ws[1], ws[12], ws[16]
+    q = np.empty(n)  # not ws[0]: refine works in that one
+    if has_quat:
+        quat_to_matrix(quat, Rt)
+    w, pos_tol, rot_tol = cfg[ROT_W], cfg[POS_TOL], cfg[ROT_TOL]
+    have_net = has_seed or (cfg[USE_NET] > 0 and sizes.shape[0] > 1)
+    heads = netq.shape[0] if have_net else 0
+    iters = max(int(cfg[ITERS]), int(cfg[RESTART_ITERS]))
+    count, best_score, bpe, bre = 0, np.inf, np.nan, np.nan
+    last_new = 0
+    for attempt in range(max(attempts, heads + 1)):
+        if attempt < heads:
+            if attempt == 0:
+                _candidates(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws)
+            q[:] = netq[_next_best(ws[17])]
+        elif attempt == 0:
+            _mid_range(chain, q)
+        else:
+            restart_seed(chain, best, False, q, ws[15])
+        pe, re, _ = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws)
+        if pe <= pos_tol and re <= rot_tol:
+            clamp(chain, q)
+            new = True
+            for s in range(count):
+                if joint_gap(chain, q, sols[s]) <= threshold:
+                    new = False
+                    break
+            if new:
+                sols[count], errs[count, 0], errs[count, 1] = q, pe, re
+                count, last_new = count + 1, attempt
+                if count == k:
+                    break
+        elif count == 0 and pe + w * re < best_score:
+            best_score, bpe, bre = pe + w * re, pe, re
+            best[:] = q
+        if count > 0 and attempt - last_new >= patience:
+            break
+    if count == 0:
+        sols[0], errs[0, 0], errs[0, 1] = best, bpe, bre
+        return 1, targets.NOT_FOUND, 0
+    return 0, targets.OK, count
+
+
+@njit(cache=True)
+def manipulability(model, Q, out):
+    """sqrt(det(J J^T)) of each row of ``Q`` (the position rows alone for a 3-joint arm)."""
+    chain = parts(model)[0]
+    n = Q.shape[1]
+    p, R, J, work = np.empty(3), np.empty((3, 3)), np.empty((6, n)), np.empty((n, 6))
+    for i in range(Q.shape[0]):
+        fk(chain, Q[i], p, R, J, work, True)
+        rows = 6 if n >= 6 else 3
+        Jr = J[:rows]
+        out[i] = math.sqrt(max(np.linalg.det(Jr @ Jr.T), 0.0))
+
+
+def order(model, chain_lo, chain_hi, continuous, Q, how: str, reference=None) -> np.ndarray:
+    """The indices of the answers ``Q`` (m, dof) in the order ``how`` (one of ORDERS)."""
+    if how not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}; got {how!r}")
+    if len(Q) <= 1:
+        return np.arange(len(Q))
+    if how == "manipulability":
+        m = np.empty(len(Q))
+        manipulability(model, np.ascontiguousarray(Q, dtype=float), m)
+        return np.argsort(-m, kind="stable")
+    mid = np.where(continuous, 0.0, (chain_lo + chain_hi) / 2)
+    if how == "mid_range":
+        half = np.where(continuous, math.pi, (chain_hi - chain_lo) / 2)
+        return np.argsort(np.abs((Q - mid) / half).max(axis=1), kind="stable")
+    ref = mid if reference is None else np.asarray(reference, dtype=float)
+    d = Q - ref
+    d = np.where(continuous, (d + math.pi) % (2 * math.pi) - math.pi, d)
+    return np.argsort(np.linalg.norm(d, axis=1), kind="stable")

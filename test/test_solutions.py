@@ -1,0 +1,117 @@
+"""Several distinct answers per target: each one exact, all distinct, in the order asked for."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from robot_ik_nn.arm.rotations import matrix_to_quaternion
+from robot_ik_nn.bench.measure import judge
+from robot_ik_nn.bench.solutions import completeness
+from robot_ik_nn.evaluate import held_out_targets
+from robot_ik_nn.ik import many
+from robot_ik_nn.ik.solver import Solver
+
+
+@pytest.fixture(scope="module")
+def solver(niryo_model):
+    return Solver.load(niryo_model)
+
+
+@pytest.fixture(scope="module")
+def targets(niryo):
+    _, P, R = held_out_targets(niryo, 12, seed=31)
+    return P, R, matrix_to_quaternion(R)
+
+
+def gap(arm, a, b):
+    d = np.abs(a - b)
+    d = np.where(arm.continuous, np.minimum(d % (2 * np.pi), 2 * np.pi - d % (2 * np.pi)), d)
+    return d.max()
+
+
+def test_every_answer_is_exact_and_distinct(solver, targets):
+    P, R, Q = targets
+    counts = []
+    for i in range(len(P)):
+        answers = solver.solve(P[i], Q[i], solutions=8)
+        assert 1 <= len(answers) <= 8 and all(a.status == "solved" for a in answers)
+        q = np.array([a.q for a in answers])
+        m = len(q)
+        solved, _, _ = judge(solver.forward, solver.arm, q, P[[i] * m], R[[i] * m])
+        assert solved.all()
+        for a in range(len(q)):
+            for b in range(a):
+                assert gap(solver.arm, q[a], q[b]) > solver.settings.solution_threshold
+        counts.append(len(q))
+    assert max(counts) >= 2  # the Niryo One has several branches for some of these targets
+
+
+def test_brute_force_finds_little_more(solver, targets):
+    P, _, Q = targets
+    brute = solver.with_settings(solution_attempts=2000)
+    found = total = 0
+    for i in range(len(P)):
+        ours = len(solver.solve(P[i], Q[i], solutions=8))
+        everything = len(brute.solve(P[i], Q[i], solutions=2000, patience=2000))
+        assert ours <= everything or ours == 8
+        found, total = found + min(ours, 8), total + min(everything, 8)
+    assert found / total >= 0.8
+
+
+@pytest.mark.parametrize("order", many.ORDERS)
+def test_orders(solver, targets, order):
+    P, _, Q = targets
+    current = solver.arm.mid_range + 0.3
+    for i in range(len(P)):
+        answers = solver.solve(P[i], Q[i], solutions=8, order=order, current=current)
+        q = np.array([a.q for a in answers])
+        if order == "nearest":
+            key = np.linalg.norm(q - current, axis=1)
+        elif order == "mid_range":
+            half = (solver.arm.upper - solver.arm.lower) / 2
+            key = np.abs((q - solver.arm.mid_range) / half).max(axis=1)
+        else:
+            m = np.empty(len(q))
+            many.manipulability(solver._model, q, m)
+            key = -m
+        assert np.all(np.diff(key) >= -1e-12)
+
+
+def test_the_same_answers_from_every_backend(niryo_model, targets):
+    P, _, Q = targets
+    compiled = Solver.load(niryo_model).solve(P[0], Q[0], solutions=8)
+    numpy_ = Solver.load(niryo_model, backend="numpy").solve(P[0], Q[0], solutions=8)
+    assert len(compiled) == len(numpy_)
+    np.testing.assert_allclose([a.q for a in compiled], [a.q for a in numpy_], atol=1e-9)
+
+
+def test_bad_requests_and_bad_targets(solver, targets):
+    P, _, Q = targets
+    with pytest.raises(ValueError, match="solutions must be"):
+        solver.solve(P[0], Q[0], solutions=0)
+    with pytest.raises(ValueError, match="order must be one of"):
+        solver.solve(P[0], Q[0], solutions=2, order="random")
+    [rejected] = solver.solve([np.nan, 0, 0], Q[0], solutions=4)
+    single = solver.solve([np.nan, 0, 0], Q[0])
+    assert rejected.status == single.status == "rejected" and rejected.reason == single.reason
+    top = solver.origin + [0.0, 0.0, 0.99 * solver.arm.reach]  # inside the bound, out of reach
+    [far] = solver.with_settings(solution_attempts=30).solve(top, Q[0], solutions=4)
+    assert far.status == "best_effort" and far.q is not None and "closest" in far.reason
+
+
+def test_cli_and_bench(niryo_model):
+    out = subprocess.run(
+        [sys.executable, "-m", "robot_ik_nn.cli", "solve", str(niryo_model), "--xyz", "0.2",
+         "0.05", "0.25", "--quat", "0", "0.7071068", "0", "0.7071068", "--solutions", "4",
+         "--order", "manipulability", "--json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    answers = json.loads(out.stdout)
+    assert isinstance(answers, list) and all(a["status"] == "solved" for a in answers)
+    r = completeness(niryo_model, k=8, targets=4, brute_restarts=300)
+    assert r["answers_not_solved_by_our_fk"] == 0 and 0.5 <= r["completeness_mean"] <= 1.0
+    assert r["brute_force_mean"] >= 1 and r["ms_median"] > 0
