@@ -20,6 +20,8 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_ik_nn.arm.kinematics import Kinematics
 from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.arm.rotations import matrix_to_quaternion, quaternion_to_matrix, rotation_angle
+from robot_ik_nn.ik.settings import IKSettings
+from robot_ik_nn.ik.solver import Solver
 from robot_ik_nn.nodes.common import RELIABLE
 from robot_ik_nn.sim import ArmSim
 
@@ -289,6 +291,34 @@ def test_parameters_are_validated_on_set(served):
         probe, "model_dir", "/elsewhere", ParameterType.PARAMETER_STRING
     ).successful
     assert _set_parameter(probe, "stale_timeout", 0.25, ParameterType.PARAMETER_DOUBLE).successful
+
+
+def test_choose_commands_the_first_answer_in_that_order(served, niryo_model):
+    probe, _, _ = served
+    # the node's default joint_limit_margin is 0.02 rad; the search does not depend on where the
+    # arm is for this order, so the same search here gives the node's answer
+    solver = Solver.load(niryo_model, IKSettings(margin=0.02))
+    for seed in range(100, 200):  # a target whose answers differ, first by manipulability
+        _, pos, quat = _target(seed)
+        expected = solver.solve(pos, quat, solutions=8, order="manipulability")
+        if len(expected) >= 2 and np.abs(expected[0].q - solver.solve(pos, quat).q).max() > 0.5:
+            break
+    else:
+        pytest.fail("no target with several answers among 100")
+    assert not _set_parameter(
+        probe, "choose", "prettiest", ParameterType.PARAMETER_STRING
+    ).successful
+    assert _set_parameter(
+        probe, "choose", "manipulability", ParameterType.PARAMETER_STRING
+    ).successful
+    try:
+        publish_until(
+            probe, lambda: probe.publisher.publish(pose_msg(probe, pos, quat)), "/joint_command"
+        )
+        q = np.array(probe.received["/joint_command"][-1].position)
+    finally:
+        assert _set_parameter(probe, "choose", "", ParameterType.PARAMETER_STRING).successful
+    np.testing.assert_allclose(q, expected[0].q, atol=1e-9)
 
 
 def test_wrong_fingerprint_exits_non_zero_with_the_reason(niryo_model):

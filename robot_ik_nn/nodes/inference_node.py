@@ -30,6 +30,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..arm.model import ArmModel
+from ..ik.many import ORDERS
 from ..ik.seeds import BACKENDS
 from ..ik.settings import IKSettings
 from ..ik.solver import Solver
@@ -45,6 +46,12 @@ from .common import (
     stamp_seconds,
     status,
 )
+
+CHOICES = 8  # distinct answers searched when the `choose` parameter asks for an order
+
+
+def _choice_problem(value) -> str:
+    return "" if value in ("", *ORDERS) else f"must be '' or one of {', '.join(ORDERS)}"
 
 
 class InferenceNode(Node):
@@ -162,6 +169,16 @@ class InferenceNode(Node):
             False,
             "also command answers that miss the 1 mm / 0.01 rad tolerance",
         )
+        self.choose = declare(
+            self,
+            "choose",
+            "",
+            "which answer to command when a target has several: '' the first found (fastest); "
+            f"{', '.join(ORDERS)}: the first of up to {CHOICES} distinct answers in that order "
+            "(nearest: to the arm's joints; about a millisecond)",
+        )
+        if _choice_problem(self.choose):
+            raise RuntimeError(f"parameter choose: {_choice_problem(self.choose)}")
         live_parameters(
             self,
             {
@@ -172,8 +189,10 @@ class InferenceNode(Node):
                     "min_duration",
                     "joint_state_timeout",
                     "accept_best_effort",
+                    "choose",
                 )
             },
+            {"choose": _choice_problem},
         )
         if not path:
             raise RuntimeError("parameter model_dir is required: the model folder to serve")
@@ -246,9 +265,15 @@ class InferenceNode(Node):
         reason = reason or why
         if reason:
             return self.report(REJECTED, reason, started)
-        answer = self.solver.solve(
-            np.array(position), np.array(quat), current=current, last=self.last_solution
-        )
+        if self.choose:
+            answer = self.solver.solve(
+                np.array(position), np.array(quat), current=current, solutions=CHOICES,
+                order=self.choose,
+            )[0]  # fmt: skip
+        else:
+            answer = self.solver.solve(
+                np.array(position), np.array(quat), current=current, last=self.last_solution
+            )
         if answer.status != SOLVED and not (answer.q is not None and self.accept_best_effort):
             return self.report(answer.status, answer.reason, started, answer)
         command = gate_command(answer.q, current, self.bounds, self.min_duration)
