@@ -329,6 +329,15 @@ def test_wrong_fingerprint_exits_non_zero_with_the_reason(niryo_model):
     assert proc.returncode != 0 and "fingerprint mismatch" in out
 
 
+def test_choose_with_the_network_alone_exits_non_zero_with_the_reason(niryo_model):
+    proc = node_process(
+        "inference_node",
+        {"model_dir": str(niryo_model), "refine_iterations": 0, "choose": "nearest"},
+    )
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "refine_iterations is 0" in out
+
+
 def test_corrupt_model_exits_non_zero_with_the_reason(niryo_model, tmp_path):
     import shutil
 

@@ -94,6 +94,8 @@ def test_bad_requests_and_bad_targets(solver, targets):
         solver.solve(P[0], Q[0], solutions=0)
     with pytest.raises(ValueError, match="order must be one of"):
         solver.solve(P[0], Q[0], solutions=2, order="random")
+    with pytest.raises(ValueError, match="iterations is 0"):  # the network alone: one answer
+        solver.with_settings(iterations=0).solve(P[0], Q[0], solutions=2)
     [rejected] = solver.solve([np.nan, 0, 0], Q[0], solutions=4)
     single = solver.solve([np.nan, 0, 0], Q[0])
     assert rejected.status == single.status == "rejected" and rejected.reason == single.reason

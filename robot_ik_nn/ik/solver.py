@@ -201,6 +201,11 @@ class Solver:
             raise ValueError(f"solutions must be a whole number of at least 1; got {k!r}")
         if how not in many.ORDERS:
             raise ValueError(f"order must be one of {', '.join(many.ORDERS)}; got {how!r}")
+        if not self.settings.refines:
+            raise ValueError(
+                "several answers are found by refinement, and iterations is 0 (the network "
+                "alone): ask for one answer, or set iterations"
+            )
         n = self.arm.dof
         has_cur = current is not None
         if has_cur:

@@ -50,10 +50,6 @@ from .common import (
 CHOICES = 8  # distinct answers searched when the `choose` parameter asks for an order
 
 
-def _choice_problem(value) -> str:
-    return "" if value in ("", *ORDERS) else f"must be '' or one of {', '.join(ORDERS)}"
-
-
 class InferenceNode(Node):
     def __init__(self, **kwargs):
         super().__init__("inference_node", **kwargs)
@@ -177,8 +173,6 @@ class InferenceNode(Node):
             f"{', '.join(ORDERS)}: the first of up to {CHOICES} distinct answers in that order "
             "(nearest: to the arm's joints; about a millisecond)",
         )
-        if _choice_problem(self.choose):
-            raise RuntimeError(f"parameter choose: {_choice_problem(self.choose)}")
         live_parameters(
             self,
             {
@@ -192,10 +186,13 @@ class InferenceNode(Node):
                     "choose",
                 )
             },
-            {"choose": _choice_problem},
+            {"choose": self._choice_problem},
         )
         if not path:
             raise RuntimeError("parameter model_dir is required: the model folder to serve")
+        self._no_refinement = iterations == 0
+        if self._choice_problem(self.choose):
+            raise RuntimeError(f"parameter choose: {self._choice_problem(self.choose)}")
         arm = ArmModel.load(robot) if robot else None
         settings = IKSettings(iterations=iterations, restarts=restarts, margin=margin)
         # refuses a wrong arm or a corrupt file, with the reason
@@ -245,6 +242,15 @@ class InferenceNode(Node):
         if time.monotonic() - at > self.joint_state_timeout:
             return None, f"joint states are stale (last {time.monotonic() - at:.2f} s ago)"
         return q, ""
+
+    def _choice_problem(self, value) -> str:
+        if value not in ("", *ORDERS):
+            return f"must be '' or one of {', '.join(ORDERS)}"
+        if value and self._no_refinement:
+            return (
+                "several answers need refinement, and refine_iterations is 0 (the network alone)"
+            )
+        return ""
 
     def on_target(self, msg: PoseStamped) -> None:
         started = time.perf_counter()
