@@ -224,171 +224,18 @@ def cmd_launch(args) -> int:
     return run_session(args.session, args.arguments)
 
 
-def parser() -> argparse.ArgumentParser:
-    from .learners import LEARNERS
+def parser():
+    from .cli_args import parser as build
 
-    p = argparse.ArgumentParser(
-        prog="robot-ik-nn",
-        description=__doc__.split("\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="CPU threads for batches and training (default: all cores)",
-    )
-    sub = p.add_subparsers(dest="command", required=True)
-
-    t = sub.add_parser("train", help="train an IK network by reward")
-    t.add_argument(
-        "--robot",
-        default="niryo_one",
-        help="niryo_one, inmoov_right_arm, franka_panda, kuka_iiwa or a URDF path",
-    )
-    t.add_argument("--base", help="base link (default: the URDF's root)")
-    t.add_argument(
-        "--tip", help="tip link (default: the only leaf; required when the tree branches)"
-    )
-    t.add_argument("--mode", choices=["pose", "position"], default="pose")
-    t.add_argument("--learner", choices=LEARNERS, default="gradient")
-    t.add_argument("--minutes", type=float, help="time budget (default 5)")
-    t.add_argument("--steps", type=int, help="step budget (reproducible with --seed)")
-    t.add_argument("--device", default="cpu", help="cpu or cuda")
-    t.add_argument("--out", help="model folder (default models/<robot>)")
-    t.add_argument(
-        "--resume", action="store_true", help="continue the run in --out from its checkpoint"
-    )
-    t.add_argument("--force", action="store_true", help="start over even if --out holds a run")
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--hidden", type=int, nargs="+", default=[128, 128], help="hidden layer widths")
-    t.add_argument(
-        "--heads",
-        type=int,
-        default=None,
-        help="candidate branches the network proposes per target (default 4; explore: 1)",
-    )
-    t.add_argument("--batch-size", type=int)
-    t.add_argument(
-        "--tracking", action="store_true", help="also feed the current joints to the network"
-    )
-    t.add_argument(
-        "--checkpoint-every", type=float, default=30.0, help="seconds between checkpoints"
-    )
-    t.add_argument(
-        "--eval",
-        type=int,
-        nargs="?",
-        const=10000,
-        metavar="N",
-        help="evaluate on N held-out targets when training ends",
-    )
-    t.add_argument("--quiet", action="store_true", help="no progress bar")
-    t.set_defaults(func=cmd_train)
-
-    e = sub.add_parser("eval", help="evaluate a model folder on held-out targets")
-    e.add_argument("model")
-    e.add_argument("--targets", type=int, default=10000)
-    e.add_argument("--seed", type=int, default=12345)
-    e.add_argument("--batch", type=int, help="targets per solver call (default: all at once)")
-    e.add_argument("--device", default="cpu")
-    e.add_argument("--json", action="store_true", help="one JSON object instead of the table")
-    e.set_defaults(func=cmd_eval)
-
-    s = sub.add_parser("solve", help="joint angles and joint quaternions for one target")
-    s.add_argument("model")
-    s.add_argument("--xyz", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"))
-    s.add_argument("--quat", type=float, nargs=4, metavar=("X", "Y", "Z", "W"))
-    s.add_argument(
-        "--refine", type=int, default=30, help="refinement iterations (0: the network alone)"
-    )
-    s.add_argument(
-        "--backend",
-        choices=["compiled", "numpy", "onnx", "torch"],
-        default="compiled",
-        help="the network's forward pass (onnx: needs model.onnx, see export --onnx; torch: "
-        "needs torch)",
-    )
-    s.add_argument(
-        "--solutions",
-        type=int,
-        metavar="K",
-        help="up to K distinct answers (joints differing by more than the settings' "
-        "solution_threshold, 0.1 rad), in --order",
-    )
-    s.add_argument(
-        "--order",
-        choices=["nearest", "mid_range", "manipulability"],
-        default="nearest",
-        help="with --solutions: nearest to mid-range first, farthest from the limits first, or "
-        "most dexterous first",
-    )
-    s.add_argument("--json", action="store_true", help="one JSON object (a list with --solutions)")
-    s.set_defaults(func=cmd_solve)
-
-    b = sub.add_parser(
-        "bench", help="measure speed and solve rate, side by side with other solvers"
-    )
-    b.add_argument("model")
-    b.add_argument("--targets", type=int, default=10000, help="targets (and the largest batch)")
-    b.add_argument(
-        "--single-targets", type=int, help="targets solved one at a time (default: --targets)"
-    )
-    b.add_argument(
-        "--tracking-targets", type=int, default=1000, help="targets along the tracking path"
-    )
-    b.add_argument(
-        "--backends",
-        nargs="+",
-        choices=["compiled", "numpy", "onnx", "torch"],
-        default=["compiled", "numpy", "onnx", "torch"],
-        help="network backends to measure (a backend that cannot load is skipped with a note)",
-    )
-    b.add_argument(
-        "--peers",
-        action="store_true",
-        help="also run TRAC-IK, roboticstoolbox's ik_LM and PyBullet's IK (pip install .[peers])",
-    )
-    b.add_argument(
-        "--budget-ms", type=float, default=5.0, help="time budget per target for the peers"
-    )
-    b.add_argument(
-        "--dds", action="store_true", help="also measure the inference node over DDS (needs rclpy)"
-    )
-    b.add_argument(
-        "--dds-targets", type=int, default=2000, help="targets sent at 200 Hz with --dds"
-    )
-    b.add_argument("--no-torch", action="store_true", help="skip the batched torch solver")
-    b.add_argument(
-        "--solutions",
-        type=int,
-        metavar="K",
-        help="measure only this: K distinct answers per target against a brute-force search",
-    )
-    b.add_argument("--solution-targets", type=int, default=200, help="targets for --solutions")
-    b.add_argument("--json", action="store_true", help="print the JSON instead of the table")
-    b.add_argument(
-        "--out", help="also write the JSON to this file (and the markdown table beside it)"
-    )
-    b.set_defaults(func=cmd_bench)
-
-    x = sub.add_parser("export", help="pack a model folder into one .tar.gz for another machine")
-    x.add_argument("model")
-    x.add_argument("--out", help="archive path (default <model>.tar.gz)")
-    x.add_argument(
-        "--onnx",
-        action="store_true",
-        help="write model.onnx into the model folder (no archive unless --out is given)",
-    )
-    x.set_defaults(func=cmd_export)
-
-    la = sub.add_parser(
-        "launch", help="run a ROS 2 session (the launch file's nodes) in one process"
-    )
-    la.add_argument("session", choices=["train", "inference", "display"])
-    la.add_argument("arguments", nargs="*", metavar="name:=value")
-    la.set_defaults(func=cmd_launch)
-    return p
+    commands = {
+        "train": cmd_train,
+        "eval": cmd_eval,
+        "solve": cmd_solve,
+        "bench": cmd_bench,
+        "export": cmd_export,
+        "launch": cmd_launch,
+    }
+    return build(commands, __doc__.split("\n")[0])
 
 
 def main(argv: list[str] | None = None) -> int:

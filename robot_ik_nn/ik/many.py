@@ -17,6 +17,7 @@ Orders (``ORDERS``): ``nearest`` to a reference (the arm's joints; mid-range wit
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 from numba import njit
@@ -41,9 +42,8 @@ from .layout import (
     views,
 )
 from .policy import _candidates, _mid_range, _next_best
-
-ORDERS = ("nearest", "mid_range", "manipulability")
-THRESHOLD = 0.1  # rad: two answers are distinct when some joint differs by more than this
+from .settings import ORDERS
+from .targets import STATUS, Answer
 
 
 @njit(cache=True)
@@ -166,3 +166,60 @@ def order(model, chain_lo, chain_hi, continuous, Q, how: str, reference=None) ->
     d = Q - ref
     d = np.where(continuous, (d + math.pi) % (2 * math.pi) - math.pi, d)
     return np.argsort(np.linalg.norm(d, axis=1), kind="stable")
+
+
+def listed(solver, pt, quat, has_quat, current, k, how, started, patience=None) -> list:
+    """``Solver.solve(..., solutions=k, order=how)``: the search above, then the order, as
+    ``Answer`` objects (one item, the best effort or the rejection, when nothing is solved)."""
+    if not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"solutions must be a whole number of at least 1; got {k!r}")
+    if how not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}; got {how!r}")
+    if not solver.settings.refines:
+        raise ValueError(
+            "several answers are found by refinement, and iterations is 0 (the network "
+            "alone): ask for one answer, or set iterations"
+        )
+    n = solver.arm.dof
+    has_cur = current is not None
+    if has_cur:
+        solver._cur[:] = current
+    has_seed = solver._outside and solver._outside_seed(pt, quat if has_quat else None, current)
+    sols, errs = np.zeros((int(k), n)), np.zeros((int(k), 2))
+    attempts = max(solver.settings.solution_attempts, int(k))
+    status, why, count = solve_many(
+        solver._model,
+        solver._netw,
+        pt,
+        quat,
+        has_quat,
+        solver._cur,
+        has_cur,
+        solver._seed,
+        has_seed,
+        attempts,
+        patience if patience is not None else max(20, attempts // 4),
+        solver.settings.solution_threshold,
+        sols,
+        errs,
+        np.zeros(len(solver._scratch)),
+        solver.settings.rng_seed,
+    )
+    seconds = time.perf_counter() - started
+    if status != 0:
+        q = None if status == 2 else sols[0].copy()
+        pe, re = (np.nan, np.nan) if status == 2 else (errs[0, 0], errs[0, 1])
+        reason = solver._reason(status, why, pt, quat if has_quat else None, pe, re)
+        return [Answer(q, STATUS[status], pe, re, reason, seconds, 0)]
+    rank = order(
+        solver._model,
+        solver.arm.lower,
+        solver.arm.upper,
+        solver.arm.continuous,
+        sols[:count],
+        how,
+        current,
+    )
+    return [
+        Answer(sols[i].copy(), STATUS[0], errs[i, 0], errs[i, 1], "", seconds, 0) for i in rank
+    ]

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+ORDERS = ("nearest", "mid_range", "manipulability")  # how several answers can be ordered
+
 
 @dataclass(frozen=True)
 class IKSettings:

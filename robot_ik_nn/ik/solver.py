@@ -146,9 +146,9 @@ class Solver:
             )
         has_quat = quaternion is not None
         if solutions is not None:
-            return self._solve_many(
-                pt, quat, has_quat, current, solutions, order, started, patience
-            )
+            from .many import listed
+
+            return listed(self, pt, quat, has_quat, current, solutions, order, started, patience)
         if last is None and current is None:
             warm = self._warm[0]
         else:
@@ -185,74 +185,16 @@ class Solver:
         answer = Answer(
             None if status == 2 else out[:n], STATUS[status], pe, re, "", 0.0, int(its)
         )
-        if status == 2:
-            answer.reason = self._words(int(why), pt, quat if has_quat else None)
-        elif status == 1:
-            answer.reason = closest_reached(pe, re)
+        if status:
+            answer.reason = self._reason(status, why, pt, quat if has_quat else None, pe, re)
         answer.seconds = time.perf_counter() - started
         return answer
 
-    def _solve_many(
-        self, pt, quat, has_quat, current, k, how, started, patience=None
-    ) -> list[Answer]:
-        from . import many
-
-        if not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"solutions must be a whole number of at least 1; got {k!r}")
-        if how not in many.ORDERS:
-            raise ValueError(f"order must be one of {', '.join(many.ORDERS)}; got {how!r}")
-        if not self.settings.refines:
-            raise ValueError(
-                "several answers are found by refinement, and iterations is 0 (the network "
-                "alone): ask for one answer, or set iterations"
-            )
-        n = self.arm.dof
-        has_cur = current is not None
-        if has_cur:
-            self._cur[:] = current
-        has_seed = self._outside and self._outside_seed(pt, quat if has_quat else None, current)
-        sols, errs = np.zeros((int(k), n)), np.zeros((int(k), 2))
-        attempts = max(self.settings.solution_attempts, int(k))
-        status, why, count = many.solve_many(
-            self._model,
-            self._netw,
-            pt,
-            quat,
-            has_quat,
-            self._cur,
-            has_cur,
-            self._seed,
-            has_seed,
-            attempts,
-            patience if patience is not None else max(20, attempts // 4),
-            self.settings.solution_threshold,
-            sols,
-            errs,
-            np.zeros(len(self._scratch)),
-            self.settings.rng_seed,
-        )
-        seconds = time.perf_counter() - started
-        if status != 0:
-            q = None if status == 2 else sols[0].copy()
-            reason = (
-                self._words(int(why), pt, quat if has_quat else None)
-                if status == 2
-                else closest_reached(errs[0, 0], errs[0, 1])
-            )
-            pe, re = (np.nan, np.nan) if status == 2 else (errs[0, 0], errs[0, 1])
-            return [Answer(q, STATUS[status], pe, re, reason, seconds, 0)]
-        rank = many.order(
-            self._model,
-            self.arm.lower,
-            self.arm.upper,
-            self.arm.continuous,
-            sols[:count],
-            how,
-            current,
-        )
-        return [
-            Answer(sols[i].copy(), STATUS[0], errs[i, 0], errs[i, 1], "", seconds, 0) for i in rank
-        ]
+    def _reason(self, status: int, why, pt, quat, pe, re) -> str:
+        """The words for an answer's status: why a target was rejected, or how far it missed."""
+        if status == 2:
+            return self._words(int(why), pt, quat)
+        return closest_reached(pe, re) if status == 1 else ""
 
     def _outside_seed(self, pt, quat, current) -> bool:
         """The network's seed from the numpy or onnx backend, into ``self._seed``."""

@@ -30,9 +30,8 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..arm.model import ArmModel
-from ..ik.many import ORDERS
 from ..ik.seeds import BACKENDS
-from ..ik.settings import IKSettings
+from ..ik.settings import ORDERS, IKSettings
 from ..ik.solver import Solver
 from ..ik.targets import BEST_EFFORT, REJECTED, SOLVED, STATUS
 from ..safety import JointBounds, check_target, gate_command, stream_step
