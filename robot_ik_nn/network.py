@@ -291,14 +291,15 @@ class IKNet(nn.Module):
 def pick_closest(
     kin, q: torch.Tensor, pos: torch.Tensor, rot: torch.Tensor | None
 ) -> torch.Tensor:
-    """Of candidates ``q`` (..., K, dof), the one whose tool lands closest to each target
-    (position plus 0.1 m/rad times rotation, the reward's weights)."""
+    """Of candidates ``q`` (..., K, dof), the one whose tool lands closest to each target, by
+    the weighted error every solver ranks answers by (IKSettings.score)."""
     from .arm.rotations import rotation_angle
+    from .ik.settings import IKSettings
 
     p_q, r_q = kin.forward(q)
-    score = torch.linalg.norm(p_q - pos.to(p_q).unsqueeze(-2), dim=-1)
-    if rot is not None:
-        score = score + 0.1 * rotation_angle(r_q, rot.to(r_q).unsqueeze(-3))
+    pe = torch.linalg.norm(p_q - pos.to(p_q).unsqueeze(-2), dim=-1)
+    re = 0.0 if rot is None else rotation_angle(r_q, rot.to(r_q).unsqueeze(-3))
+    score = IKSettings().score(pe, re)
     best = score.argmin(dim=-1)
     return torch.gather(q, -2, best[..., None, None].expand(*best.shape, 1, q.shape[-1])).squeeze(
         -2

@@ -98,7 +98,9 @@ def check_target(
         return f"position must have 3 numbers, got {p.tolist()}"
     if q.shape != (4,):
         return f"orientation must be a quaternion (x, y, z, w), got {q.tolist()}"
-    code = targets.check(p, q, orientation is not None, _NOWHERE, math.inf, quat_tolerance, False)
+    code = targets.check(
+        p, q, orientation is not None, _NOWHERE, math.inf, math.inf, quat_tolerance
+    )
     if code != targets.OK:
         return targets.reason(code, p, q)
     if not frame_id:

@@ -84,9 +84,9 @@ def test_refine_iterations_zero_is_the_network_alone(niryo_model, targets):
     p, r = solver.forward(cands.reshape(-1, 6))
     from robot_ik_nn.arm.rotations import rotation_angle
 
-    score = (
-        np.linalg.norm(p - np.repeat(P[:200], 2, 0), axis=1)
-        + 0.1 * rotation_angle(r, np.repeat(R[:200], 2, 0))
+    score = solver.settings.score(
+        np.linalg.norm(p - np.repeat(P[:200], 2, 0), axis=1),
+        rotation_angle(r, np.repeat(R[:200], 2, 0)),
     ).reshape(200, 2)
     closest = cands[np.arange(200), score.argmin(1)]
     np.testing.assert_allclose(

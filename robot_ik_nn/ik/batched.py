@@ -26,7 +26,7 @@ from ..arm.rotations import quaternion_to_matrix, rotation_angle, rotation_error
 from ..network import pick_closest
 from . import targets
 from .settings import IKSettings
-from .targets import BatchResult, closest_reached
+from .targets import BatchResult
 
 
 class TorchSolver:
@@ -40,8 +40,12 @@ class TorchSolver:
         self.kin.lower, self.kin.upper = self.kin.lower + keep, self.kin.upper - keep
         self.generator = torch.Generator(device=self.device).manual_seed(s.rng_seed)
         self.origin = arm.joints[0].origin[:3, 3].copy()
-        self.max_reach = s.reach_margin * arm.reach + 0.01
-        self.needs_orientation = net is not None and net.config.mode == "pose"
+        self.max_reach = arm.reach + s.pos_tol
+        if s.free_axis:
+            raise ValueError(
+                "the batched torch solver aligns the whole orientation; free axes "
+                f"(free_axis={s.free_axis!r}) are solved by the compiled Solver"
+            )
 
     # -- the verdict, shared with every other path ---------------------------------------------
     def check(self, P: np.ndarray, Q: np.ndarray | None) -> np.ndarray:
@@ -52,8 +56,8 @@ class TorchSolver:
             Q is not None,
             self.origin,
             self.max_reach,
+            self.settings.reach_margin * self.arm.reach,
             self.settings.quat_tolerance,
-            self.needs_orientation,
             codes,
         )
         return codes
@@ -73,7 +77,8 @@ class TorchSolver:
         )
         B, n = len(P), self.arm.dof
         codes = self.check(P, Q)
-        ok = np.flatnonzero(codes == targets.OK)
+        rejected = (codes > 0) & (codes < targets.REJECTS)
+        ok = np.flatnonzero(~rejected)  # outside the reach too: the closest pose
         q_all = np.full((B, n), math.nan)
         pe_all, re_all = np.full(B, math.nan), np.full(B, math.nan)
         if len(ok):
@@ -88,26 +93,26 @@ class TorchSolver:
             pe, re = self.errors(q, p, R)
             q_all[ok], pe_all[ok], re_all[ok] = q.cpu().numpy(), pe.cpu().numpy(), re.cpu().numpy()
         solved = (pe_all <= self.settings.pos_tol) & (re_all <= self.settings.rot_tol)
-        status = np.where(codes != targets.OK, 2, np.where(solved, 0, 1)).astype(np.int8)
+        status = np.where(rejected, 2, np.where(solved, 0, 1)).astype(np.int8)
+        why = np.where(codes == targets.OK, targets.NOT_FOUND, codes)
         reasons = [""] * B
         for i in np.flatnonzero(status != 0):
-            reasons[i] = (
-                closest_reached(pe_all[i], re_all[i])
-                if status[i] == 1
-                else targets.reason(
-                    int(codes[i]),
-                    P[i],
-                    None if Q is None else Q[i],
-                    reach=self.arm.reach,
-                    origin=self.origin,
-                    arm_name=self.arm.name,
-                )
+            reasons[i] = targets.words(
+                int(status[i]),
+                int(why[i]),
+                pe_all[i],
+                re_all[i],
+                P[i],
+                None if Q is None else Q[i],
+                reach=self.arm.reach,
+                origin=self.origin,
+                arm_name=self.arm.name,
             )
         return BatchResult(q_all, status, pe_all, re_all, reasons)
 
     def seed(self, p, R, current=None) -> torch.Tensor:
         """The network's closest candidate (mid-range without a network), float64."""
-        if self.net is None:
+        if self.net is None or (R is None and self.net.config.mode == "pose"):
             return (
                 torch.as_tensor(self.arm.mid_range, dtype=torch.float64, device=self.device)
                 .expand(len(p), -1)

@@ -18,6 +18,7 @@ from .layout import (
     B_,
     C_,
     CONTINUOUS,
+    FREE,
     HI,
     LO,
     P_,
@@ -138,6 +139,24 @@ def rotation_error(R, Rt, e, at):
 
 
 @njit(cache=True)
+def axis_error(R, Rt, k, e, at):
+    """Axis * angle turning the tool's axis ``k`` (a column of ``R``) onto the target's (the same
+    column of ``Rt``) into ``e[at:at+3]``, the rotation about that axis left free; returns the
+    angle between the two axes."""
+    ax, ay, az = R[0, k], R[1, k], R[2, k]
+    bx, by, bz = Rt[0, k], Rt[1, k], Rt[2, k]
+    vx, vy, vz = ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx
+    sin = math.sqrt(vx * vx + vy * vy + vz * vz)
+    angle = math.atan2(sin, ax * bx + ay * by + az * bz)
+    if sin < 1e-12:  # aligned (no error) or opposite (any axis across the tool's will do)
+        vx, vy, vz = (ay, -ax, 0.0) if abs(az) < 0.9 else (0.0, az, -ay)
+        sin = math.sqrt(vx * vx + vy * vy + vz * vz)
+    f = angle / sin
+    e[at], e[at + 1], e[at + 2] = vx * f, vy * f, vz * f
+    return angle
+
+
+@njit(cache=True)
 def quat_to_matrix(quat, R):
     """A quaternion (x y z w, normalised here) into ``R``; the compiled twin of
     rotations.quaternion_to_matrix."""
@@ -158,14 +177,31 @@ def residual(chain, cfg, q, pt, Rt, has_rot, e, J, ws, want_jac):
     pe = math.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2])
     if not has_rot:
         return pe * pe, pe, 0.0
-    w = cfg[ROT_W]
-    re = rotation_error(R, Rt, e, 3)
+    w, free = cfg[ROT_W], int(cfg[FREE]) - 1
+    if free < 0:
+        re = rotation_error(R, Rt, e, 3)
+    else:  # only the free axis's direction counts: turning about it changes nothing
+        re = axis_error(R, Rt, free, e, 3)
+        if want_jac:
+            ax, ay, az = R[0, free], R[1, free], R[2, free]
+            for j in range(q.shape[0]):
+                along = ax * J[3, j] + ay * J[4, j] + az * J[5, j]
+                J[3, j] -= along * ax
+                J[4, j] -= along * ay
+                J[5, j] -= along * az
     for i in range(3, 6):
         e[i] *= w
         if want_jac:
             for j in range(q.shape[0]):
                 J[i, j] *= w
     return pe * pe + (w * re) ** 2, pe, re
+
+
+@njit(cache=True)
+def weighted(pe, re, w):
+    """The weighted error answers are ranked by (metres): the norm of the residual that LM
+    minimises, so that the best answer found is the one the refinement was after."""
+    return math.sqrt(pe * pe + (w * re) ** 2)
 
 
 @njit(cache=True)

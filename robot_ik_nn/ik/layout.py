@@ -5,7 +5,7 @@ buffer per thread seen through views.
 - the chain (dof + 1, ROW): a row per movable joint (origin rotation A, then A K and A K^2 for
   the Rodrigues form of the joint's motion, origin translation, axis, A axis, type, limits less
   the margin) and a last row for the tip offset;
-- cfg: the settings (settings.py) and the reach check;
+- cfg: the settings (settings.py) and the reach bound;
 - the model buffer: a header, the chain, cfg, the network's meta layout (seeds.py) and sizes.
 """
 
@@ -38,8 +38,12 @@ REVOLUTE, CONTINUOUS, PRISMATIC = 0.0, 1.0, 2.0
     QTOL,
     NEEDS_ROT,
     USE_NET,
+    FREE,
+    FAR_RESTARTS,
+    TOO_FAR,
+    FAR_ITERS,
     CFG,
-) = range(16)
+) = range(20)
 TWO_PI = 2.0 * math.pi
 
 
@@ -85,10 +89,13 @@ def pack_cfg(settings, arm, needs_orientation: bool, use_network: bool) -> np.nd
     )
     cfg[STOP] = (s.stop_fraction * s.pos_tol) ** 2
     cfg[OX : OZ + 1] = arm.joints[0].origin[:3, 3]
-    cfg[REACH] = s.reach_margin * arm.reach + 0.01
+    cfg[REACH] = arm.reach + s.pos_tol  # beyond it nothing is within tolerance
+    cfg[TOO_FAR] = s.reach_margin * arm.reach
     cfg[QTOL] = s.quat_tolerance
     cfg[NEEDS_ROT] = needs_orientation
     cfg[USE_NET] = use_network
+    cfg[FREE] = "xyz".find(s.free_axis) + 1 if s.free_axis else 0  # 0 none, 1 x, 2 y, 3 z
+    cfg[FAR_RESTARTS], cfg[FAR_ITERS] = s.far_restarts, s.far_iterations
     return cfg
 
 

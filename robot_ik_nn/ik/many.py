@@ -23,25 +23,19 @@ import numpy as np
 from numba import njit
 
 from . import targets
-from .kernel import clamp, fk, quat_to_matrix, refine, restart_seed
+from .kernel import clamp, fk, quat_to_matrix, refine, restart_seed, weighted
 from .layout import (
     CONTINUOUS,
     ITERS,
-    NEEDS_ROT,
-    OX,
-    OZ,
     POS_TOL,
-    QTOL,
-    REACH,
     RESTART_ITERS,
     ROT_TOL,
     ROT_W,
     TYPE,
-    USE_NET,
     parts,
     views,
 )
-from .policy import _candidates, _mid_range, _next_best
+from .policy import _candidates, _mid_range, _next_best, network_applies, verdict
 from .settings import ORDERS
 from .targets import STATUS, Answer
 
@@ -86,10 +80,8 @@ def solve_many(
     n, k = sols.shape[1], sols.shape[0]
     ws = views(scratch, n, int(model[7]), max(int(model[2]), 1))
     ws[15][0] = np.uint64(rng_seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(1)
-    code = targets.check(
-        pt, quat, has_quat, cfg[OX : OZ + 1], cfg[REACH], cfg[QTOL], cfg[NEEDS_ROT] > 0
-    )
-    if code != targets.OK:
+    code = verdict(cfg, pt, quat, has_quat)
+    if 0 < code < targets.REJECTS:
         sols[:, :] = np.nan
         return 2, code, 0
     best, Rt, netq = ws[1], ws[12], ws[16]
@@ -97,7 +89,7 @@ def solve_many(
     if has_quat:
         quat_to_matrix(quat, Rt)
     w, pos_tol, rot_tol = cfg[ROT_W], cfg[POS_TOL], cfg[ROT_TOL]
-    have_net = has_seed or (cfg[USE_NET] > 0 and sizes.shape[0] > 1)
+    have_net = has_seed or network_applies(cfg, sizes, has_quat)
     heads = netq.shape[0] if have_net else 0
     iters = max(int(cfg[ITERS]), int(cfg[RESTART_ITERS]))
     count, best_score, bpe, bre = 0, np.inf, np.nan, np.nan
@@ -124,14 +116,14 @@ def solve_many(
                 count, last_new = count + 1, attempt
                 if count == k:
                     break
-        elif count == 0 and pe + w * re < best_score:
-            best_score, bpe, bre = pe + w * re, pe, re
+        elif count == 0 and weighted(pe, re, w) < best_score:
+            best_score, bpe, bre = weighted(pe, re, w), pe, re
             best[:] = q
         if count > 0 and attempt - last_new >= patience:
             break
     if count == 0:
         sols[0], errs[0, 0], errs[0, 1] = best, bpe, bre
-        return 1, targets.NOT_FOUND, 0
+        return 1, targets.NOT_FOUND if code == targets.OK else code, 0
     return 0, targets.OK, count
 
 

@@ -12,7 +12,10 @@ mid-range), projected into the limits and judged; otherwise, first answer within
    and a random half of the others drawn anew (the arm kept, another wrist branch tried), and
    uniformly random joints.
 
-When none is within tolerance the closest one is the best effort.
+When none is within tolerance the closest one is the best effort. A target outside the arm's
+reach (targets.check) tries ``far_restarts`` seeds instead of ``restarts``: it can only have a
+closest pose. With warm starts, continuous joints come back within pi of the freshest one (no 2
+pi jumps while tracking).
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ import numpy as np
 from numba import njit, prange
 
 from . import targets
-from .kernel import clamp, fk, quat_to_matrix, refine, residual, restart_seed
+from .kernel import clamp, fk, quat_to_matrix, refine, residual, restart_seed, weighted
 from .layout import (
     CONTINUOUS,
+    FAR_ITERS,
+    FAR_RESTARTS,
     HI,
     ITERS,
     LO,
@@ -37,6 +42,7 @@ from .layout import (
     RESTARTS,
     ROT_TOL,
     ROT_W,
+    TOO_FAR,
     TYPE,
     USE_NET,
     WARM,
@@ -47,9 +53,32 @@ from .seeds import net_forward
 
 
 @njit(cache=True)
+def verdict(cfg, pt, quat, has_quat):
+    """targets.check with this solver's arm and settings."""
+    origin = cfg[OX : OZ + 1]
+    return targets.check(pt, quat, has_quat, origin, cfg[REACH], cfg[TOO_FAR], cfg[QTOL])
+
+
+@njit(cache=True)
+def network_applies(cfg, sizes, has_quat):
+    """Whether the compiled network can seed this target: there is one, and it is not a pose
+    network given a position alone (restarts solve those)."""
+    return cfg[USE_NET] > 0 and sizes.shape[0] > 1 and (has_quat or cfg[NEEDS_ROT] == 0)
+
+
+@njit(cache=True)
 def _mid_range(chain, q):
     for j in range(q.shape[0]):
         q[j] = 0.0 if chain[j, TYPE] == CONTINUOUS else (chain[j, LO] + chain[j, HI]) / 2
+
+
+@njit(cache=True)
+def _beside(chain, q, near):
+    """Continuous joints of ``q`` turned by whole turns to lie within pi of ``near`` (the arm's
+    last joints): the same pose, without a 2 pi jump where the angle crosses pi."""
+    for j in range(q.shape[0]):
+        if chain[j, TYPE] == CONTINUOUS:
+            q[j] = near[j] + (q[j] - near[j] + np.pi) % (2 * np.pi) - np.pi
 
 
 @njit(cache=True)
@@ -76,7 +105,7 @@ def _candidates(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, 
         q[:] = netq[h]
         clamp(chain, q)
         _, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, False)
-        scores[h] = pe + cfg[ROT_W] * re
+        scores[h] = weighted(pe, re, cfg[ROT_W])
 
 
 @njit(cache=True)
@@ -89,18 +118,17 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
     kernel (``has_seed``), else the compiled network runs here, and only when it is needed.
     Status 0 solved, 1 best effort, 2 rejected; ``why`` is a targets code."""
     chain, cfg, meta, sizes = parts(model)
-    code = targets.check(
-        pt, quat, has_quat, cfg[OX : OZ + 1], cfg[REACH], cfg[QTOL], cfg[NEEDS_ROT] > 0
-    )
-    if code != targets.OK:
+    code = verdict(cfg, pt, quat, has_quat)
+    if 0 < code < targets.REJECTS:
         q[:] = np.nan
         return 2, code, np.nan, np.nan, 0
+    missed = targets.NOT_FOUND if code == targets.OK else code  # the why of a best effort
     best, Rt, netq, scores = ws[1], ws[12], ws[16], ws[17]
     if has_quat:
         quat_to_matrix(quat, Rt)
     w, pos_tol, rot_tol, iters = cfg[ROT_W], cfg[POS_TOL], cfg[ROT_TOL], int(cfg[ITERS])
     heads, n_warm = netq.shape[0], warm.shape[0]
-    have_net = has_seed or (cfg[USE_NET] > 0 and sizes.shape[0] > 1)
+    have_net = has_seed or network_applies(cfg, sizes, has_quat)
     if iters == 0:  # the seed alone: projected into the limits, never refined
         if have_net:
             _candidates(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws)
@@ -113,9 +141,12 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
         _, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, False)
         if pe <= pos_tol and re <= rot_tol:
             return 0, targets.OK, pe, re, 0
-        return 1, targets.NOT_FOUND, pe, re, 0
+        return 1, missed, pe, re, 0
     best_score, bpe, bre, total = np.inf, np.nan, np.nan, 0
-    first_warm, restarts = 0, int(cfg[RESTARTS])
+    first_warm, restarts, restart_iters = 0, int(cfg[RESTARTS]), int(cfg[RESTART_ITERS])
+    if code == targets.OUT_OF_REACH:  # only a closest pose: fewer seeds, each refined longer
+        restarts, iters = int(cfg[FAR_RESTARTS]), max(iters, int(cfg[FAR_ITERS]))
+        restart_iters = iters
     net_end = 1 + (heads if have_net else 0)
     for attempt in range(net_end + 1 + n_warm + restarts):
         if attempt == 0:  # 1. tracking: a warm start already close to the target
@@ -124,7 +155,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             q[:] = warm[0]
             clamp(chain, q)
             _, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, False)
-            if pe + w * re >= cfg[WARM]:
+            if weighted(pe, re, w) >= cfg[WARM]:
                 continue
             first_warm = 1
             pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws)
@@ -147,15 +178,19 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
         else:  # 4. restarts: alternately partial (from the best so far) and uniformly random
             k = attempt - net_end - 1 - n_warm
             restart_seed(chain, best, k % 2 == 0, q, ws[15])
-            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, int(cfg[RESTART_ITERS]), ws)
+            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
         total += used
         if pe <= pos_tol and re <= rot_tol:
+            if n_warm > 0:
+                _beside(chain, q, warm[0])
             return 0, targets.OK, pe, re, total
-        if pe + w * re < best_score:
-            best_score, bpe, bre = pe + w * re, pe, re
+        if weighted(pe, re, w) < best_score:
+            best_score, bpe, bre = weighted(pe, re, w), pe, re
             best[:] = q
     q[:] = best
-    return 1, targets.NOT_FOUND, bpe, bre, total
+    if n_warm > 0:
+        _beside(chain, q, warm[0])
+    return 1, missed, bpe, bre, total
 
 
 @njit(cache=True)

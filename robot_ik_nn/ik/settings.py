@@ -8,6 +8,10 @@ node, the CLI, the benchmarks) reads its tolerances, iterations and restarts fro
 inside its limits less ``margin``. Refinement is Levenberg-Marquardt on the pose error, the
 rotation part weighed ``rot_weight`` metres per radian (the reward's weights: 1 mm costs as much
 as 0.01 rad).
+
+A tool that is symmetric about one of its own axes (a suction cup, a drill, a pen) sets
+``free_axis``: only that axis is aligned with the target's, and the rotation about it is free;
+the rotation error is then the angle between the two axes.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 ORDERS = ("nearest", "mid_range", "manipulability")  # how several answers can be ordered
+FREE_AXES = ("", "x", "y", "z")  # a tool axis the rotation about which is left free
 
 
 @dataclass(frozen=True)
@@ -30,13 +35,16 @@ class IKSettings:
     restarts: int = 1000  # further seeds for a target not yet solved (hard ones need hundreds)
     restart_iterations: int = 20  # LM iterations from each restart seed
     margin: float = 0.0  # rad (m): kept from every limited joint's limits
-    reach_margin: float = 1.1  # targets beyond this times the arm's reach bound are rejected
+    reach_margin: float = 2.0  # targets beyond this times the reach bound are rejected
+    far_restarts: int = 100  # seeds for a target outside the reach (only its closest pose)
+    far_iterations: int = 100  # LM iterations from each of them (a miss converges slowly)
     quat_tolerance: float = 1e-3  # |norm - 1| above this: the quaternion is rejected
     warm_radius: float = 0.02  # weighted error (m) under which the warm start goes first
     stop_fraction: float = 0.01  # iterate until the error is this fraction of the tolerance
     rng_seed: int = 0  # seeds the restarts' random numbers (reproducible answers)
     solution_attempts: int = 200  # seeds tried at most when several answers are asked for
     solution_threshold: float = 0.1  # rad (m): answers differing less on every joint are one
+    free_axis: str = ""  # "x", "y" or "z": rotation about this tool axis is left free
 
     def __post_init__(self):
         for name in (
@@ -58,7 +66,19 @@ class IKSettings:
             raise ValueError(
                 f"IKSettings.margin must be a finite number >= 0, got {self.margin!r}"
             )
-        for name in ("iterations", "restarts", "restart_iterations", "solution_attempts"):
+        if self.free_axis not in FREE_AXES:
+            raise ValueError(
+                f"IKSettings.free_axis must be one of {FREE_AXES} ('' for none), "
+                f"got {self.free_axis!r}"
+            )
+        for name in (
+            "iterations",
+            "restarts",
+            "restart_iterations",
+            "far_restarts",
+            "far_iterations",
+            "solution_attempts",
+        ):
             value = getattr(self, name)
             if not (isinstance(value, (int, np.integer)) and 0 <= value <= 100_000):
                 raise ValueError(
@@ -74,8 +94,9 @@ class IKSettings:
         return self.iterations > 0
 
     def score(self, pos_err, rot_err):
-        """The one weighted error every path ranks answers by (metres)."""
-        return pos_err + self.rot_weight * rot_err
+        """The one weighted error every path ranks answers by (metres): the norm of the residual
+        the refinement minimises (kernel.weighted)."""
+        return (pos_err**2 + (self.rot_weight * rot_err) ** 2) ** 0.5
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

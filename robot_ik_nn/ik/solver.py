@@ -20,7 +20,7 @@ import numpy as np
 
 from . import layout, policy, seeds
 from .settings import IKSettings
-from .targets import NOT_FOUND, STATUS, Answer, BatchResult, closest_reached, reason
+from .targets import STATUS, Answer, BatchResult, words
 
 
 class Solver:
@@ -65,6 +65,7 @@ class Solver:
         self._quat0 = np.zeros(4)
         self._outside = self.backend in ("numpy", "onnx", "torch")  # the network runs outside
         self._solve_one = None
+        self._variants: dict = {}
         self._seed, self._cur = np.zeros((net.heads, n)), np.zeros(n)
         self._warm = [np.zeros((k, n)) for k in range(3)]
         self.origin = self.arm.joints[0].origin[:3, 3].copy()
@@ -109,7 +110,14 @@ class Solver:
         other.__dict__.update(self.__dict__)
         other.settings = self.settings.replace(**changes)
         other._build()
+        other._variants = {}
         return other
+
+    def _variant(self, free_axis: str) -> "Solver":
+        """This solver with another free axis, built once and kept."""
+        if free_axis not in self._variants:
+            self._variants[free_axis] = self.with_settings(free_axis=free_axis)
+        return self._variants[free_axis]
 
     def without_network(self) -> "Solver":
         return Solver(self.arm, None, self.settings)
@@ -125,6 +133,7 @@ class Solver:
         solutions: int | None = None,
         order: str = "nearest",
         patience: int | None = None,
+        free_axis: str | None = None,
     ):
         """One target. ``current``: the arm's joints (a warm start and a tracking network's input);
         ``last``: the previous answer (the freshest warm start).
@@ -133,7 +142,20 @@ class Solver:
         ordered by ``order`` (``nearest`` to ``current``, else to mid-range; ``mid_range``;
         ``manipulability``); a target with no answer gives a one-item list, its best effort or
         its rejection. The search tries at most ``settings.solution_attempts`` seeds and stops
-        after ``patience`` seeds in a row without a new answer (default: a quarter of them)."""
+        after ``patience`` seeds in a row without a new answer (default: a quarter of them).
+
+        ``free_axis`` ("x", "y" or "z"; default ``settings.free_axis``): the rotation about that
+        axis of the tool is left free; only the axis itself is aligned with the target's."""
+        if free_axis is not None and free_axis != self.settings.free_axis:
+            return self._variant(free_axis).solve(
+                position,
+                quaternion,
+                current=current,
+                last=last,
+                solutions=solutions,
+                order=order,
+                patience=patience,
+            )
         started = time.perf_counter()
         pt, quat = (
             _vector(position, 3),
@@ -191,10 +213,19 @@ class Solver:
         return answer
 
     def _reason(self, status: int, why, pt, quat, pe, re) -> str:
-        """The words for an answer's status: why a target was rejected, or how far it missed."""
-        if status == 2:
-            return self._words(int(why), pt, quat)
-        return closest_reached(pe, re) if status == 1 else ""
+        """The words for an answer's status: why a target was rejected, or why it was missed
+        and how close the best effort came."""
+        return words(
+            int(status),
+            int(why),
+            pe,
+            re,
+            pt,
+            quat,
+            reach=self.arm.reach,
+            origin=self.origin,
+            arm_name=self.arm.name,
+        )
 
     def _outside_seed(self, pt, quat, current) -> bool:
         """The network's seed from the numpy or onnx backend, into ``self._seed``."""
@@ -216,9 +247,16 @@ class Solver:
         return True
 
     # -- many targets -----------------------------------------------------------------------------
-    def solve_batch(self, positions, quaternions=None, *, current=None, warm=None) -> BatchResult:
+    def solve_batch(
+        self, positions, quaternions=None, *, current=None, warm=None, free_axis=None
+    ) -> BatchResult:
         """A batch over all cores. ``current`` (B, dof): the arm's joints per target;
-        ``warm`` (B, S, dof): warm starts per target, the freshest first."""
+        ``warm`` (B, S, dof): warm starts per target, the freshest first; ``free_axis`` as in
+        :meth:`solve`."""
+        if free_axis is not None and free_axis != self.settings.free_axis:
+            return self._variant(free_axis).solve_batch(
+                positions, quaternions, current=current, warm=warm
+            )
         started = time.perf_counter()
         P = np.ascontiguousarray(np.asarray(positions, dtype=float).reshape(-1, 3))
         B, n = len(P), self.arm.dof
@@ -275,11 +313,8 @@ class Solver:
         codes = info[:, 0].astype(np.int8)
         reasons = [""] * B
         for i in np.flatnonzero(codes != 0):
-            why = int(info[i, 1])
-            reasons[i] = (
-                closest_reached(info[i, 2], info[i, 3])
-                if why == NOT_FOUND
-                else self._words(why, P[i], Q[i] if has_quat else None)
+            reasons[i] = self._reason(
+                codes[i], info[i, 1], P[i], Q[i] if has_quat else None, info[i, 2], info[i, 3]
             )
         return BatchResult(
             q,
@@ -308,16 +343,6 @@ class Solver:
         P, R = np.empty((len(Q), 3)), np.empty((len(Q), 3, 3))
         policy.forward_batch(self._model, Q, P, R, _chunks(len(Q)))
         return P, R
-
-    def _words(self, why, position, quaternion) -> str:
-        return reason(
-            why,
-            position,
-            quaternion,
-            reach=self.arm.reach,
-            origin=self.origin,
-            arm_name=self.arm.name,
-        )
 
     def __repr__(self) -> str:
         return f"Solver({self.arm.name!r}, network={self.backend}, {self.settings})"

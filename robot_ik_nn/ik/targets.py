@@ -5,10 +5,12 @@ inference node's safety gate, the CLI) judges a target with :func:`check` (compi
 compiled solver calls the very same code inside its own loop) and words a refusal with
 :func:`reason`; the same target gets the same verdict everywhere.
 
-A target is rejected when its position is not finite, its orientation is not finite or not a
-unit quaternion (|norm - 1| > ``quat_tolerance``; a quaternion within it is normalised), it lies
-farther from the arm's first joint than the arm can reach (with ``reach_margin``), or a model
-trained on full poses is given a position alone.
+A target is rejected when its position is not finite, or its orientation is not finite or not a
+unit quaternion (|norm - 1| > ``quat_tolerance``; a quaternion within it is normalised), or it
+lies farther from the arm's first joint than ``reach_margin`` times the arm's reach bound (a slip
+of units: millimetres sent as metres). A target beyond the reach bound itself (ArmModel.reach:
+the sum of the link lengths, so nothing beyond it can be reached) but not that far is outside
+the reach: its answer is the closest pose found, a best effort that says so.
 """
 
 from __future__ import annotations
@@ -22,14 +24,17 @@ from numba import njit
 SOLVED, BEST_EFFORT, REJECTED = "solved", "best_effort", "rejected"
 STATUS = (SOLVED, BEST_EFFORT, REJECTED)  # indexed by the kernel's status codes 0, 1, 2
 
-# why: 0 = fine; 1..5 = why a target was rejected; 10 = reached no answer within tolerance
-OK, POSITION_NOT_FINITE, ORIENTATION_NOT_FINITE, NOT_UNIT = 0, 1, 2, 3
-OUT_OF_REACH, NEEDS_ORIENTATION, NOT_FOUND = 4, 5, 10
+# why: 0 = fine; 1..4 = why a target was rejected; 5 = outside the reach (a best effort: the
+# closest pose); 10 = inside the reach bound, but no answer within tolerance was found
+OK, POSITION_NOT_FINITE, ORIENTATION_NOT_FINITE, NOT_UNIT, TOO_FAR = 0, 1, 2, 3, 4
+OUT_OF_REACH, NOT_FOUND = 5, 10
+REJECTS = OUT_OF_REACH  # codes from 1 up to (not including) this are rejections
 
 
 @njit(cache=True)
-def check(p, quat, has_quat, origin, max_reach, quat_tolerance, needs_orientation):
-    """The verdict on one target: 0 when it may be solved, else the code of the first problem."""
+def check(p, quat, has_quat, origin, max_reach, too_far, quat_tolerance):
+    """The verdict on one target: 0 when it may be solved, OUT_OF_REACH when only its closest
+    pose can be, else (1 up to REJECTS) the code of the first problem."""
     for i in range(3):
         if not math.isfinite(p[i]):
             return POSITION_NOT_FINITE
@@ -40,18 +45,18 @@ def check(p, quat, has_quat, origin, max_reach, quat_tolerance, needs_orientatio
         norm = math.sqrt(quat[0] ** 2 + quat[1] ** 2 + quat[2] ** 2 + quat[3] ** 2)
         if not abs(norm - 1.0) <= quat_tolerance:
             return NOT_UNIT
-    elif needs_orientation:
-        return NEEDS_ORIENTATION
     d = math.sqrt((p[0] - origin[0]) ** 2 + (p[1] - origin[1]) ** 2 + (p[2] - origin[2]) ** 2)
+    if d > too_far:
+        return TOO_FAR
     if d > max_reach:
         return OUT_OF_REACH
     return OK
 
 
 @njit(cache=True)
-def check_all(P, Q, has_quat, origin, max_reach, quat_tolerance, needs_orientation, out):
+def check_all(P, Q, has_quat, origin, max_reach, too_far, quat_tolerance, out):
     for i in range(P.shape[0]):
-        out[i] = check(P[i], Q[i], has_quat, origin, max_reach, quat_tolerance, needs_orientation)
+        out[i] = check(P[i], Q[i], has_quat, origin, max_reach, too_far, quat_tolerance)
 
 
 def reason(
@@ -75,19 +80,29 @@ def reason(
         with np.errstate(over="ignore"):
             norm = float(np.linalg.norm(np.asarray(quaternion, dtype=float)))
         return f"orientation quaternion is not unit length (norm {norm:.6g})"
-    if code == OUT_OF_REACH:
+    if code in (OUT_OF_REACH, TOO_FAR):
         dist = float(np.linalg.norm(p - np.asarray(origin)))
         return (
-            f"position is {dist:.3f} m from the arm's first joint; {arm_name} reaches at most "
-            f"{reach:.3f} m"
+            f"{'outside the reach' if code == OUT_OF_REACH else 'far outside the reach'}: "
+            f"the position is {dist:.3f} m from the arm's first joint; {arm_name} reaches at "
+            f"most {reach:.3f} m"
         )
-    if code == NEEDS_ORIENTATION:
-        return "this model was trained on full poses: give an orientation"
+    if code == NOT_FOUND:
+        return "not found: no answer within tolerance (the target is inside the reach bound)"
     return f"unknown verdict {code}"
 
 
 def closest_reached(pos_err: float, rot_err: float) -> str:
     return f"closest reached: {pos_err * 1000:.2f} mm, {math.degrees(rot_err):.2f} deg"
+
+
+def words(status: int, code: int, pos_err, rot_err, position=None, quaternion=None, **arm):
+    """The reason for any answer: a rejection's, or a best effort's (why, and how close it came);
+    "" when solved. ``arm``: reach, origin and arm_name, as for :func:`reason`."""
+    if status == 0:
+        return ""
+    text = reason(code, position, quaternion, **arm)
+    return text if status == 2 else f"{text}; {closest_reached(pos_err, rot_err)}"
 
 
 @dataclass

@@ -1,0 +1,155 @@
+"""`robot-ik-nn bench MODEL --answers`: the answers users ask for, measured.
+
+- ``free_axis``: reachable targets (forward kinematics of random joints) turned by a random angle
+  about the tool's own z axis, so that most can only be reached with that angle left free;
+  solved with ``free_axis="z"`` and judged again here: tool position within 1 mm and tool z axis
+  within 0.01 rad of the target's, joints in their limits.
+- ``unreachable``: positions beyond the arm's reach bound (1.05 to 1.9 times it from the first
+  joint, inside ``reach_margin`` so that they are not refused as a slip of units), with random
+  orientations for a pose model. Every answer must be a best effort (or a rejection) whose
+  reason says "outside the reach"; its closest pose is compared with a brute-force search, the
+  same compiled policy given ``brute_restarts`` seeds: the gap is our weighted error (position
+  plus ``rot_weight`` times rotation, metres) less the brute force's.
+- ``tracking``: several smooth paths of targets about 5 mm apart, each answer warm-started from
+  the last: every target solved, and the largest step of any joint between two answers.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..arm.rotations import matrix_to_quaternion, rotation_angle
+from ..evaluate import held_out_targets
+from .measure import one_cpu, tracking_path
+
+
+def measure(model, targets: int = 10000, unreachable: int = 1000, paths: int = 3, **kw) -> dict:
+    from ..ik.solver import Solver
+
+    say = kw.get("say") or (lambda text: None)
+    solver = Solver.load(model)
+    say("free axis")
+    out = {"robot": solver.arm.name, "free_axis": free_axis(solver, targets)}
+    say("unreachable targets and a brute-force search")
+    out["unreachable"] = outside_reach(solver, unreachable, kw.get("brute_restarts", 10000))
+    say("tracking")
+    out["tracking"] = tracking(solver, paths)
+    return out
+
+
+def free_axis(solver, n: int, seed: int = 21) -> dict:
+    arm = solver.arm
+    _, P, R = held_out_targets(arm, n, seed)
+    angle = np.random.default_rng(seed).uniform(-np.pi, np.pi, n)
+    c, s = np.cos(angle), np.sin(angle)
+    turn = np.zeros((n, 3, 3))
+    turn[:, 0, 0], turn[:, 0, 1], turn[:, 1, 0], turn[:, 1, 1], turn[:, 2, 2] = c, -s, s, c, 1
+    R = R @ turn  # about the tool's own z axis
+    Q = matrix_to_quaternion(R)
+    fixed = solver.solve_batch(P, Q)
+    result = solver.solve_batch(P, Q, free_axis="z")
+    p, r = solver.forward(np.nan_to_num(result.q))
+    pe = np.linalg.norm(p - P, axis=1)
+    axis_err = np.arccos(np.clip(np.einsum("bi,bi->b", r[:, :, 2], R[:, :, 2]), -1.0, 1.0))
+    ok = result.solved & (pe <= 1e-3) & (axis_err <= 0.01) & arm.within_limits(result.q)
+    return {
+        "targets": n,
+        "solved": int(ok.sum()),
+        "solve_rate": float(ok.mean()),
+        "reported_solved_but_not": int(np.sum(result.solved & ~ok)),
+        "solve_rate_with_the_angle_fixed": float(fixed.solved.mean()),
+        "batch_seconds": result.seconds,
+    }
+
+
+def outside_reach(solver, n: int, brute_restarts: int, seed: int = 5) -> dict:
+    arm, s = solver.arm, solver.settings
+    rng = np.random.default_rng(seed)
+    direction = rng.standard_normal((n, 3))
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    P = solver.origin + direction * arm.reach * rng.uniform(1.05, 1.9, (n, 1))
+    Q = None
+    if solver.mode == "pose":
+        Q = rng.standard_normal((n, 4))
+        Q /= np.linalg.norm(Q, axis=1, keepdims=True)
+    with one_cpu():
+        solver.solve(P[0], None if Q is None else Q[0])
+        answers, seconds = [], np.empty(n)
+        for i in range(n):
+            started = time.perf_counter()
+            answers.append(solver.solve(P[i], None if Q is None else Q[i]))
+            seconds[i] = time.perf_counter() - started
+    brute = solver.with_settings(far_restarts=brute_restarts).solve_batch(P, Q)
+    quats = [None] * n if Q is None else list(Q)
+    ours = np.array([_score(solver, a.q, P[i], quats[i]) for i, a in enumerate(answers)])
+    theirs = np.array([_score(solver, brute.q[i], P[i], quats[i]) for i in range(n)])
+    gap = ours - theirs
+    said = ["outside the reach" in a.reason for a in answers]
+    return {
+        "targets": n,
+        "solved": sum(a.status == "solved" for a in answers),
+        "best_effort": sum(a.status == "best_effort" for a in answers),
+        "rejected": sum(a.status == "rejected" for a in answers),
+        "reason_says_outside_the_reach": int(sum(said)),
+        "brute_restarts": brute_restarts,
+        "far_restarts": s.far_restarts,
+        "gap_to_brute_force_mm_max": float(np.nanmax(gap) * 1000),
+        "gap_to_brute_force_mm_median": float(np.nanmedian(gap) * 1000),
+        "within_1mm_of_brute_force": int(np.sum(gap <= 1e-3)),
+        "us_median": float(np.median(seconds) * 1e6),
+        "us_p99": float(np.percentile(seconds, 99) * 1e6),
+    }
+
+
+def _score(solver, q, p, quat) -> float:
+    """The weighted error every path ranks answers by, from our own forward kinematics."""
+    if q is None or not np.all(np.isfinite(q)):
+        return np.nan
+    reached, R = solver.forward(q)
+    pe = float(np.linalg.norm(reached[0] - p))
+    if quat is None:
+        return pe
+    from ..arm.rotations import quaternion_to_matrix
+
+    re = float(rotation_angle(R, quaternion_to_matrix(quat[None]))[0])
+    return solver.settings.score(pe, re)
+
+
+def tracking(solver, paths: int, n: int = 1000) -> dict:
+    arm, pose = solver.arm, solver.mode == "pose"
+    rows = []
+    for seed in range(paths):
+        q_path, P, R = tracking_path(arm, solver.forward, n, seed=100 + seed)
+        Q = matrix_to_quaternion(R) if pose else None
+        last, answers, solved = q_path[0], np.full((n, arm.dof), np.nan), 0
+        for i in range(n):
+            answer = solver.solve(P[i], None if Q is None else Q[i], current=last, last=last)
+            solved += answer.solved
+            if answer.q is not None:
+                answers[i] = last = answer.q
+        step = float(np.nanmax(np.abs(np.diff(answers, axis=0))))
+        rows.append({"path": seed, "solved": int(solved), "max_joint_step_rad": step})
+    return {
+        "targets_per_path": n,
+        "paths": rows,
+        "all_solved": all(r["solved"] == n for r in rows),
+        "max_joint_step_rad": max(r["max_joint_step_rad"] for r in rows),
+    }
+
+
+def format_table(r: dict) -> str:
+    f, u, t = r["free_axis"], r["unreachable"], r["tracking"]
+    return (
+        f"{r['robot']}\n"
+        f"  free z axis: {f['solve_rate'] * 100:.2f} % of {f['targets']:,} solved "
+        f"({f['solve_rate_with_the_angle_fixed'] * 100:.1f} % with the angle fixed)\n"
+        f"  outside the reach: {u['targets']} targets, {u['solved']} solved, "
+        f"{u['best_effort']} best effort, {u['rejected']} rejected, "
+        f"{u['reason_says_outside_the_reach']} say so; closest pose within 1 mm of a "
+        f"{u['brute_restarts']:,}-seed brute force: {u['within_1mm_of_brute_force']} "
+        f"(largest gap {u['gap_to_brute_force_mm_max']:.3f} mm), median {u['us_median']:.0f} µs\n"
+        f"  tracking: {len(t['paths'])} paths of {t['targets_per_path']} targets 5 mm apart, "
+        f"all solved: {t['all_solved']}, largest joint step {t['max_joint_step_rad']:.3f} rad"
+    )

@@ -1,0 +1,411 @@
+"""Self-collision (and simple obstacle) checks for the compiled kernel: the arm's collision
+shapes covered by spheres, checked pair by pair with no allocation.
+
+- Frames: frame 0 is the base (before joint 0's origin), frame k + 1 the frame after joint k's
+  motion, i.e. joint k's child link; links hung below a link by fixed joints share its frame.
+  Links behind a movable joint that is not in the chain (a gripper's fingers) are left out.
+- Spheres: every ``<collision>`` shape is covered by at most ``max_spheres`` spheres whose
+  union contains it: a box is cut into a grid of equal pieces (longest sides first), each with
+  its circumscribed sphere; a cylinder (a capsule as its enclosing cylinder) into slabs along its
+  axis; a mesh's vertices (PyBullet collides their convex hull) into slabs along the longest
+  side of their bounding box, each sphere reaching the farthest point of its slab's part of the
+  hull. ``margin`` (m) inflates every radius: clearance >= 0 then keeps shapes 2 * margin
+  from each other and margin from the obstacles.
+- Pairs: frames that are equal or adjacent (one joint apart) are never checked, as an SRDF's
+  "Adjacent"; of the others, frame pairs never in contact over ``samples`` random
+  configurations ("Never") and those in contact in at least ``always_fraction`` of them
+  ("Always"/"Default") are left out too.
+- Packed arrays: spheres (S, 5) float64: frame, centre x y z in that frame, radius; pairs
+  (P, 2) int64 sphere indices; obstacles (O, 7) float64 in the base frame: 0, nx, ny, nz, d, 0, 0
+  for the plane n.x = d (free side n.x > d), or 1, cx, cy, cz, hx, hy, hz for an axis-aligned
+  box. Obstacles are checked against spheres on frames >= 1 only (the base stands on the table).
+  Scratch: frames (dof + 1, 12) (rotation row-major, then translation) and centres (S, 3).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+from .layout import A_, AK_, B_, C_, P_, PRISMATIC, TYPE, pack_chain
+
+PLANE, BOX = 0.0, 1.0
+
+
+# -- compiled -------------------------------------------------------------------------------------
+@njit(cache=True)
+def link_frames(chain, q, frames):
+    """Every chain frame for joints ``q`` into ``frames`` (dof + 1, 12): R row-major, then t."""
+    frames[0, :] = 0.0
+    frames[0, 0] = frames[0, 4] = frames[0, 8] = 1.0
+    for j in range(q.shape[0]):
+        f, g = frames[j], frames[j + 1]
+        s, c1 = 0.0, 0.0
+        if chain[j, TYPE] != PRISMATIC:
+            s, c1 = math.sin(q[j]), 1.0 - math.cos(q[j])
+        for a in range(3):
+            g[9 + a] = f[9 + a]
+            for b in range(3):
+                g[9 + a] += f[3 * a + b] * chain[j, P_ + b]
+            if chain[j, TYPE] == PRISMATIC:
+                for b in range(3):
+                    g[9 + a] += f[3 * a + b] * chain[j, AK_ + b] * q[j]
+        for a in range(3):
+            for c in range(3):
+                acc = 0.0
+                for b in range(3):
+                    k = 3 * b + c
+                    acc += f[3 * a + b] * (
+                        chain[j, A_ + k] + s * chain[j, B_ + k] + c1 * chain[j, C_ + k]
+                    )
+                g[3 * a + c] = acc
+
+
+@njit(cache=True)
+def sphere_centres(spheres, frames, centres):
+    """The spheres' centres in the base frame, for frames already computed."""
+    for i in range(spheres.shape[0]):
+        f = frames[int(spheres[i, 0])]
+        for a in range(3):
+            centres[i, a] = (
+                f[9 + a]
+                + f[3 * a] * spheres[i, 1]
+                + f[3 * a + 1] * spheres[i, 2]
+                + f[3 * a + 2] * spheres[i, 3]
+            )
+
+
+@njit(cache=True)
+def clearance(chain, spheres, pairs, obstacles, q, frames, centres):
+    """The smallest gap (m) over the enabled sphere pairs and sphere/obstacle pairs at ``q``:
+    centre distance less both radii; negative means collision, +inf when nothing is checked."""
+    link_frames(chain, q, frames)
+    sphere_centres(spheres, frames, centres)
+    best = np.inf
+    for k in range(pairs.shape[0]):
+        a, b = pairs[k, 0], pairs[k, 1]
+        dx, dy = centres[a, 0] - centres[b, 0], centres[a, 1] - centres[b, 1]
+        dz = centres[a, 2] - centres[b, 2]
+        gap = math.sqrt(dx * dx + dy * dy + dz * dz) - spheres[a, 4] - spheres[b, 4]
+        best = min(best, gap)
+    for o in range(obstacles.shape[0]):
+        ob = obstacles[o]
+        for i in range(spheres.shape[0]):
+            if spheres[i, 0] < 1.0:
+                continue
+            x, y, z = centres[i, 0], centres[i, 1], centres[i, 2]
+            if ob[0] == PLANE:
+                d = ob[1] * x + ob[2] * y + ob[3] * z - ob[4]
+            else:  # box: outside distance, or minus the depth inside
+                ex, ey = abs(x - ob[1]) - ob[4], abs(y - ob[2]) - ob[5]
+                ez = abs(z - ob[3]) - ob[6]
+                mx, my, mz = max(ex, 0.0), max(ey, 0.0), max(ez, 0.0)
+                d = math.sqrt(mx * mx + my * my + mz * mz) + min(max(ex, max(ey, ez)), 0.0)
+            best = min(best, d - spheres[i, 4])
+    return best
+
+
+@njit(cache=True)
+def clearance_batch(chain, spheres, pairs, obstacles, Q, frames, centres, out):
+    for i in range(Q.shape[0]):
+        out[i] = clearance(chain, spheres, pairs, obstacles, Q[i], frames, centres)
+
+
+@njit(cache=True)
+def _contact_counts(chain, spheres, pairs, Q, frames, centres, counts, last):
+    """counts[fa, fb]: in how many rows of ``Q`` a sphere of frame fa touches one of fb."""
+    for s in range(Q.shape[0]):
+        link_frames(chain, Q[s], frames)
+        sphere_centres(spheres, frames, centres)
+        for k in range(pairs.shape[0]):
+            a, b = pairs[k, 0], pairs[k, 1]
+            fa, fb = int(spheres[a, 0]), int(spheres[b, 0])
+            if last[fa, fb] == s:
+                continue
+            d2 = 0.0
+            for c in range(3):
+                d2 += (centres[a, c] - centres[b, c]) ** 2
+            if d2 < (spheres[a, 4] + spheres[b, 4]) ** 2:
+                counts[fa, fb] += 1
+                last[fa, fb] = s
+
+
+# -- geometry -------------------------------------------------------------------------------------
+def _origin(el) -> np.ndarray:
+    T = np.eye(4)
+    o = el.find("origin") if el is not None else None
+    if o is None:
+        return T
+    r, p, y = (float(v) for v in o.get("rpy", "0 0 0").split())
+    cr, sr, cp, sp = math.cos(r), math.sin(r), math.cos(p), math.sin(p)
+    cy, sy = math.cos(y), math.sin(y)
+    T[:3, :3] = [
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ]
+    T[:3, 3] = [float(v) for v in o.get("xyz", "0 0 0").split()]
+    return T
+
+
+def _box_spheres(half, max_spheres: int) -> list[tuple[np.ndarray, float]]:
+    """Centred box of half sizes ``half``: cut the longest piece side in two while the count
+    allows, each piece covered by its circumscribed sphere."""
+    half = np.maximum(np.asarray(half, float), 1e-9)
+    n = np.ones(3, int)
+    while True:
+        i = int(np.argmax(half / n))
+        if np.prod(n) // n[i] * (n[i] + 1) > max_spheres:
+            break
+        n[i] += 1
+    piece = half / n
+    grid = [-half[a] + piece[a] * (2 * np.arange(n[a]) + 1) for a in range(3)]
+    r = float(np.linalg.norm(piece))
+    return [(np.array([x, y, z]), r) for x in grid[0] for y in grid[1] for z in grid[2]]
+
+
+def _slab_points(V, z0, z1, chunk=256):
+    """Points whose convex hull holds conv(V) cut to z0 <= V[:, 0] <= z1: the points inside,
+    and where the segments between points on either side of a cut cross it."""
+    z = V[:, 0]
+    yield V[(z >= z0) & (z <= z1)]
+    for c in (z0, z1):
+        a, b = V[z < c], V[z > c]
+        for i in range(0, len(a), chunk):
+            s = a[i : i + chunk, None]
+            t = (c - s[..., 0]) / (b[None, :, 0] - s[..., 0])
+            yield (s + t[..., None] * (b[None] - s)).reshape(-1, 3)
+
+
+def _hull_spheres(V, max_spheres: int) -> list[tuple[np.ndarray, float]]:
+    """Spheres covering conv(V), V (m, 3) with its longest extent along axis 0: one sphere per
+    slab, each reaching the farthest point of its slab's part of the hull."""
+    try:  # only the hull's corners matter; without scipy every vertex is kept
+        from scipy.spatial import ConvexHull
+
+        V = V[ConvexHull(V).vertices]
+    except Exception:  # noqa: BLE001 - scipy missing or a flat/degenerate point set
+        V = np.unique(V, axis=0)
+    ext = V.max(0) - V.min(0)
+    n = int(min(max_spheres, max(1, math.ceil(3 * ext[0] / max(ext[1], ext[2], 1e-9)))))
+    cuts = np.linspace(V[:, 0].min(), V[:, 0].max(), n + 1)
+    out = []
+    for z0, z1 in zip(cuts[:-1], cuts[1:]):
+        parts = [p for p in _slab_points(V, z0, z1) if len(p)]
+        lo = np.min([p.min(0) for p in parts], axis=0)
+        hi = np.max([p.max(0) for p in parts], axis=0)
+        centre = (lo + hi) / 2
+        r2 = max(float(((p - centre) ** 2).sum(1).max()) for p in parts)
+        out.append((centre, math.sqrt(r2)))
+    return out
+
+
+def _read_vertices(path: Path) -> np.ndarray:
+    if path.suffix.lower() == ".obj":
+        lines = path.read_text(errors="ignore").splitlines()
+        return np.array([ln.split()[1:4] for ln in lines if ln.startswith("v ")], float)
+    if path.suffix.lower() == ".stl":
+        data = path.read_bytes()
+        n = int.from_bytes(data[80:84], "little") if len(data) >= 84 else -1
+        if 84 + 50 * n == len(data):  # binary: 12 float32 and 2 bytes a triangle
+            tri = np.frombuffer(data[84:], np.dtype([("f", "<f4", 12), ("a", "<u2")]))
+            return tri["f"][:, 3:].reshape(-1, 3).astype(float)
+        words = data.decode(errors="ignore").split()
+        return np.array(
+            [words[i + 1 : i + 4] for i, w in enumerate(words) if w == "vertex"], float
+        )
+    import trimesh  # other formats (.dae, ...)
+
+    return np.asarray(trimesh.load(path, force="mesh").vertices, float)
+
+
+def _find_mesh(filename: str, dirs) -> Path | None:
+    name = filename.replace("package://", "").replace("file://", "")
+    if Path(name).is_absolute():
+        return Path(name) if Path(name).is_file() else None
+    tails = [Path(name)] + ([Path(*Path(name).parts[1:])] if len(Path(name).parts) > 1 else [])
+    for d in dirs:
+        for base in (Path(d), Path(d).parent):
+            for tail in tails:
+                if (base / tail).is_file():
+                    return base / tail
+    return None
+
+
+def _mesh_frame(v: np.ndarray) -> np.ndarray:
+    """Rotation (columns: axes, longest extent first) of the smaller of the axis-aligned and
+    principal-axes bounding boxes of ``v``."""
+    best = None
+    for R in [np.eye(3), np.linalg.eigh(np.cov(v.T))[1]] if len(v) > 3 else [np.eye(3)]:
+        ext = np.ptp(v @ R, axis=0)
+        if best is None or np.prod(ext) < best[0]:
+            best = (np.prod(ext), R[:, np.argsort(-ext)])
+    return best[1]
+
+
+def _geometry_spheres(geom, dirs, max_spheres: int):
+    """(4x4 pose in the collision origin, [(centre, radius)]) covering one <geometry>; None when
+    the shape cannot be read."""
+    shape = geom[0] if len(geom) else None
+    tag = shape.tag if shape is not None else None
+    if tag == "sphere":
+        return np.eye(4), [(np.zeros(3), float(shape.get("radius")))]
+    if tag == "box":
+        return np.eye(4), _box_spheres(np.array(shape.get("size").split(), float) / 2, max_spheres)
+    if tag in ("cylinder", "capsule"):
+        R, h = float(shape.get("radius")), float(shape.get("length")) / 2
+        h += R if tag == "capsule" else 0.0
+        n = int(min(max_spheres, max(1, math.ceil(h / max(R, 1e-9)))))
+        r = math.hypot(R, h / n)
+        return np.eye(4), [(np.array([0, 0, -h + h / n * (2 * i + 1)]), r) for i in range(n)]
+    if tag == "mesh":
+        path = _find_mesh(shape.get("filename", ""), dirs)
+        if path is None:
+            warnings.warn(
+                f"collision mesh {shape.get('filename')!r} not found; left out", stacklevel=4
+            )
+            return None
+        try:
+            v = _read_vertices(path) * np.array(shape.get("scale", "1 1 1").split(), float)
+        except Exception as err:  # noqa: BLE001 - any reader failure means "cannot use it"
+            warnings.warn(f"cannot read collision mesh {path}: {err}; left out", stacklevel=4)
+            return None
+        T = np.eye(4)
+        T[:3, :3] = _mesh_frame(v)
+        return T, _hull_spheres(v @ T[:3, :3], max_spheres)
+    warnings.warn(f"collision geometry <{tag}> not supported; left out", stacklevel=4)
+    return None
+
+
+# -- the model ------------------------------------------------------------------------------------
+class CollisionModel:
+    """Spheres per chain frame, the enabled sphere pairs and obstacles, packed for the kernel."""
+
+    def __init__(self, chain, spheres, pairs, links, disabled, obstacles=None):
+        self.chain, self.spheres, self.pairs = chain, spheres, pairs
+        self.links = links  # link name -> frame
+        self.disabled = disabled  # (fa, fb) -> "adjacent" | "never" | "always"
+        self.obstacles = np.zeros((0, 7)) if obstacles is None else obstacles
+        self.frames = np.zeros((chain.shape[0], 12))
+        self.centres = np.zeros((len(spheres), 3))
+
+    @classmethod
+    def from_arm(
+        cls, arm, margin=0.0, samples=10000, rng_seed=0, max_spheres=6, always_fraction=0.95
+    ):
+        """The arm's collision shapes as spheres (inflated by ``margin``) and the frame pairs
+        worth checking: not adjacent, in contact in some of ``samples`` random configurations
+        and in fewer than ``always_fraction`` of them (MoveIt's setup assistant's rule)."""
+        root = ET.fromstring(arm.urdf_text)
+        dirs = list(getattr(arm, "mesh_dirs", []))
+        chain_index = {name: k for k, name in enumerate(arm.joint_names)}
+        below: dict[str, list] = {}
+        for j in root.iter("joint"):
+            below.setdefault(j.find("parent").get("link"), []).append(j)
+        links, stack = {}, [(arm.base, 0, np.eye(4))]  # link -> (frame, pose in the frame)
+        while stack:
+            name, frame, T = stack.pop()
+            links[name] = (frame, T)
+            for j in below.get(name, []):
+                child = j.find("child").get("link")
+                if j.get("type") == "fixed":
+                    stack.append((child, frame, T @ _origin(j)))
+                elif chain_index.get(j.get("name")) == frame:
+                    stack.append((child, frame + 1, np.eye(4)))
+        rows = []
+        for link in root.iter("link"):
+            if link.get("name") not in links:
+                continue
+            frame, T = links[link.get("name")]
+            for col in link.iter("collision"):
+                got = _geometry_spheres(col.find("geometry"), dirs, max_spheres)
+                if got is not None:
+                    M = T @ _origin(col) @ got[0]
+                    rows += [[frame, *(M[:3, :3] @ c + M[:3, 3]), r + margin] for c, r in got[1]]
+        spheres = np.array(rows, float).reshape(-1, 5)
+        spheres = spheres[np.argsort(spheres[:, 0], kind="stable")]  # by frame: a < b, fa <= fb
+        fr = spheres[:, 0].astype(int)
+        pairs = np.array(
+            [
+                (a, b)
+                for a in range(len(fr))
+                for b in range(a + 1, len(fr))
+                if abs(fr[a] - fr[b]) > 1
+            ],
+            np.int64,
+        ).reshape(-1, 2)
+        # "Never" / "always": contact statistics of frame pairs over random configurations
+        chain, F = pack_chain(arm), arm.dof + 1
+        rng = np.random.default_rng(rng_seed)
+        Q = rng.uniform(arm.lower, arm.upper, (int(samples), arm.dof))
+        counts, last = np.zeros((F, F), np.int64), np.full((F, F), -1, np.int64)
+        _contact_counts(
+            chain, spheres, pairs, Q, np.zeros((F, 12)), np.zeros((len(fr), 3)), counts, last
+        )
+        disabled = {}
+        used = sorted(set(fr.tolist()))
+        for i, a in enumerate(used):
+            for b in used[i + 1 :]:
+                if b - a <= 1:
+                    disabled[a, b] = "adjacent"
+                elif counts[a, b] == 0:
+                    disabled[a, b] = "never"
+                elif counts[a, b] >= always_fraction * len(Q):
+                    disabled[a, b] = "always"
+        keep = [k for k, (a, b) in enumerate(pairs) if (fr[a], fr[b]) not in disabled]
+        names = {name: frame for name, (frame, _) in links.items()}
+        return cls(chain, spheres, pairs[keep].reshape(-1, 2), names, disabled)
+
+    def with_obstacles(self, planes=(), boxes=()) -> "CollisionModel":
+        """A copy that also keeps clear of planes (normal, offset: free where n.x > offset) and
+        axis-aligned boxes (centre, half sizes), all in the base frame."""
+        rows = [list(self.obstacles.reshape(-1, 7))]
+        for normal, offset in planes:
+            n = np.asarray(normal, float) / np.linalg.norm(normal)
+            rows.append([[PLANE, *n, float(offset), 0.0, 0.0]])
+        for centre, half in boxes:
+            rows.append([[BOX, *np.asarray(centre, float), *np.asarray(half, float)]])
+        obstacles = np.array([r for group in rows for r in group], float).reshape(-1, 7)
+        return CollisionModel(
+            self.chain, self.spheres, self.pairs, self.links, self.disabled, obstacles
+        )
+
+    @property
+    def enabled_frame_pairs(self) -> set[tuple[int, int]]:
+        fr = self.spheres[:, 0].astype(int)
+        return {(int(fr[a]), int(fr[b])) for a, b in self.pairs}
+
+    def clearance(self, q) -> float:
+        q = np.ascontiguousarray(q, dtype=float)
+        return clearance(
+            self.chain, self.spheres, self.pairs, self.obstacles, q, self.frames, self.centres
+        )
+
+    def in_collision(self, q) -> bool:
+        return self.clearance(q) < 0.0
+
+    def clearance_batch(self, Q) -> np.ndarray:
+        Q = np.ascontiguousarray(np.atleast_2d(Q), dtype=float)
+        out = np.empty(len(Q))
+        clearance_batch(
+            self.chain, self.spheres, self.pairs, self.obstacles, Q, self.frames, self.centres, out
+        )
+        return out
+
+    def in_collision_batch(self, Q) -> np.ndarray:
+        return self.clearance_batch(Q) < 0.0
+
+    def describe(self) -> dict:
+        kinds = list(self.disabled.values())
+        return {
+            "spheres": len(self.spheres),
+            "sphere_pairs": len(self.pairs),
+            "frame_pairs_enabled": len(self.enabled_frame_pairs),
+            "disabled": {k: kinds.count(k) for k in ("adjacent", "never", "always")},
+            "obstacles": len(self.obstacles),
+        }
