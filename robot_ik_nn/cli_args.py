@@ -149,6 +149,12 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         help="measure only this: K distinct answers per target against a brute-force search",
     )
     b.add_argument("--solution-targets", type=int, default=200, help="targets for --solutions")
+    b.add_argument(
+        "--answers",
+        action="store_true",
+        help="measure only this: a free tool axis, targets outside the reach against a "
+        "brute-force search, and tracking paths (the answers users ask for)",
+    )
     b.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     b.add_argument(
         "--out", help="also write the JSON to this file (and the markdown table beside it)"

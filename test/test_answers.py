@@ -1,0 +1,133 @@
+"""The answers users ask for (besides several of them: test_solutions.py): a free tool axis,
+position-only targets for a pose model, targets outside the reach, and tracking without flips."""
+
+import math
+
+import numpy as np
+import pytest
+
+from robot_ik_nn.arm.rotations import matrix_to_quaternion
+from robot_ik_nn.bench.answers import _score
+from robot_ik_nn.bench.measure import tracking_path
+from robot_ik_nn.evaluate import held_out_targets
+from robot_ik_nn.ik.settings import IKSettings
+from robot_ik_nn.ik.solver import Solver
+
+
+@pytest.fixture(scope="module")
+def solver(niryo_model):
+    return Solver.load(niryo_model)
+
+
+def turned_about_tool_z(R, seed):
+    angle = np.random.default_rng(seed).uniform(-math.pi, math.pi, len(R))
+    turn = np.zeros((len(R), 3, 3))
+    c, s = np.cos(angle), np.sin(angle)
+    turn[:, 0, 0], turn[:, 0, 1], turn[:, 1, 0], turn[:, 1, 1], turn[:, 2, 2] = c, -s, s, c, 1
+    return R @ turn
+
+
+def test_a_free_tool_axis_leaves_the_angle_about_it_free(solver, niryo_model):
+    _, P, R = held_out_targets(solver.arm, 400, seed=31)
+    R = turned_about_tool_z(R, 31)
+    Q = matrix_to_quaternion(R)
+    fixed = solver.solve_batch(P, Q)
+    free = solver.solve_batch(P, Q, free_axis="z")
+    assert free.solved.all() and fixed.solved.mean() < 0.9  # the turn is mostly out of reach
+    reached_p, reached_R = solver.forward(free.q)
+    assert np.linalg.norm(reached_p - P, axis=1).max() <= 1e-3
+    cos = np.einsum("bi,bi->b", reached_R[:, :, 2], R[:, :, 2])
+    assert np.arccos(np.clip(cos, -1, 1)).max() <= 0.01  # the tool's z axis is the target's
+    # the angle about it is whatever the arm could do: not the target's, in general
+    assert np.median(np.abs(np.einsum("bi,bi->b", reached_R[:, :, 0], R[:, :, 0]))) < 0.99
+    one = solver.solve(P[0], Q[0], free_axis="z")  # one target, the same settings
+    assert one.solved and one.rot_err <= 0.01
+    assert Solver.load(niryo_model, IKSettings(free_axis="z")).solve(P[0], Q[0]).solved
+    with pytest.raises(ValueError, match="free_axis must be one of"):
+        IKSettings(free_axis="w")
+
+
+def test_the_torch_solver_refuses_a_free_axis(niryo_model):
+    from robot_ik_nn import model_dir
+    from robot_ik_nn.ik.batched import TorchSolver
+
+    loaded = model_dir.load(niryo_model)
+    with pytest.raises(ValueError, match="free axes .* compiled Solver"):
+        TorchSolver(loaded.arm, loaded.net, IKSettings(free_axis="z"))
+
+
+def test_a_pose_model_solves_positions_alone(solver):
+    assert solver.mode == "pose"
+    _, P, _ = held_out_targets(solver.arm, 200, seed=32)
+    result = solver.solve_batch(P)
+    assert result.solved.all() and np.all(result.rot_err == 0)
+    reached, _ = solver.forward(result.q)
+    assert np.linalg.norm(reached - P, axis=1).max() <= 1e-3
+    assert solver.solve(P[0]).solved
+
+
+def outside(solver, n, seed, pose):
+    rng = np.random.default_rng(seed)
+    d = rng.standard_normal((n, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    P = solver.origin + d * solver.arm.reach * rng.uniform(1.05, 1.9, (n, 1))
+    Q = rng.standard_normal((n, 4)) if pose else None
+    return P, None if Q is None else Q / np.linalg.norm(Q, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("pose", [False, True], ids=["position", "pose"])
+def test_a_target_outside_the_reach_gets_its_closest_pose_and_says_so(solver, pose):
+    P, Q = outside(solver, 30, 33 + pose, pose)
+    quats = [None] * len(P) if Q is None else list(Q)
+    answers = [solver.solve(p, q) for p, q in zip(P, quats)]
+    assert all(a.status == "best_effort" and a.q is not None for a in answers)
+    for a in answers:
+        assert a.reason.startswith("outside the reach") and "closest reached" in a.reason
+    assert all(solver.arm.within_limits(a.q) for a in answers)
+    batch = solver.solve_batch(P, Q)
+    assert list(batch.codes) == [1] * len(P)
+    assert [r.split(";")[0] for r in batch.reason] == [a.reason.split(";")[0] for a in answers]
+    brute = solver.with_settings(far_restarts=2000).solve_batch(P, Q)
+    ours = np.array([_score(solver, a.q, p, q) for a, p, q in zip(answers, P, quats)])
+    best = np.array([_score(solver, b, p, q) for b, p, q in zip(brute.q, P, quats)])
+    assert np.all(ours - best <= 1e-3), (ours - best).max()
+    # the reported errors are the answer's own
+    reached, _ = solver.forward(answers[0].q)
+    assert abs(np.linalg.norm(reached[0] - P[0]) - answers[0].pos_err) < 1e-9
+    far = solver.solve(solver.origin + [0, 0, 2.5 * solver.arm.reach], quats[0])
+    assert far.status == "rejected" and far.reason.startswith("far outside the reach")
+
+
+def test_inside_the_bound_but_not_found_says_not_found(solver):
+    top = solver.origin + [0.0, 0.0, 0.99 * solver.arm.reach]  # inside the bound, out of reach
+    answer = solver.with_settings(restarts=20).solve(top, [0, 0, 0, 1.0])
+    assert answer.status == "best_effort" and answer.reason.startswith("not found")
+
+
+def test_tracking_stays_on_its_branch(solver):
+    arm = solver.arm
+    for seed in (100, 101):
+        q_path, P, R = tracking_path(arm, solver.forward, 1000, seed=seed)
+        Q, last, answers = matrix_to_quaternion(R), q_path[0], []
+        for p, q in zip(P, Q):
+            answer = solver.solve(p, q, current=last, last=last)
+            assert answer.solved
+            answers.append(last := answer.q)
+        assert np.abs(np.diff(answers, axis=0)).max() <= 0.2
+
+
+def test_a_continuous_joint_crosses_pi_without_a_turn(slider_arm):
+    solver = Solver(slider_arm)
+    t = np.linspace(0, 1, 400)[:, None]
+    q_path = np.hstack([2.6 + 1.2 * t, 0.05 + 0 * t, 0.4 - 0.3 * t])  # spin: 2.6 -> 3.8 rad
+    P, _ = solver.forward(q_path)
+    last, answers = q_path[0], []
+    for p in P:
+        answer = solver.solve(p, current=last, last=last)
+        assert answer.solved
+        answers.append(last := answer.q)
+    answers = np.array(answers)
+    assert np.abs(np.diff(answers, axis=0)).max() <= 0.2
+    assert answers[-1, 0] > math.pi  # went on past pi, not back by a whole turn
+    without = Solver(slider_arm).solve(P[-1])  # no warm start: the wrapped angle
+    assert -math.pi <= without.q[0] < math.pi
