@@ -159,6 +159,13 @@ def cmd_bench(args) -> int:
         if not args.json:
             print(f"measuring: {text}", file=sys.stderr, flush=True)
 
+    if args.collisions:
+        from .bench import collisions
+
+        result = collisions.measure(args.model, say=say)
+        _write(args.out, result, collisions.format_table(result))
+        print(json.dumps(result, indent=2) if args.json else collisions.format_table(result))
+        return 0
     if args.answers:
         from .bench import answers
 

@@ -150,6 +150,12 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     )
     b.add_argument("--solution-targets", type=int, default=200, help="targets for --solutions")
     b.add_argument(
+        "--collisions",
+        action="store_true",
+        help="measure only this: self-collision-free answers judged by PyBullet, the sphere "
+        "model's error, the solve rate and the cost of checking",
+    )
+    b.add_argument(
         "--answers",
         action="store_true",
         help="measure only this: a free tool axis, targets outside the reach against a "

@@ -94,6 +94,8 @@ def test_a_reachable_target_is_served_and_reached(served):
     # the commanded joints put PyBullet's tool on the target
     with ArmSim(ARM) as sim:
         reached_pos, reached_quat = sim.forward(q)
+        sim.set_joints(q)  # collision_check is on by default: the arm is clear of itself
+        assert not sim.self_collisions(0.0)
     assert np.linalg.norm(reached_pos - pos) <= 1e-3
     R = quaternion_to_matrix(torch.tensor(np.stack([reached_quat, quat])))
     assert float(rotation_angle(R[:1], R[1:])) <= 0.01

@@ -88,7 +88,7 @@ def clearance(chain, spheres, pairs, obstacles, q, frames, centres):
     sphere_centres(spheres, frames, centres)
     best = np.inf
     for k in range(pairs.shape[0]):
-        a, b = pairs[k, 0], pairs[k, 1]
+        a, b = int(pairs[k, 0]), int(pairs[k, 1])
         dx, dy = centres[a, 0] - centres[b, 0], centres[a, 1] - centres[b, 1]
         dz = centres[a, 2] - centres[b, 2]
         gap = math.sqrt(dx * dx + dy * dy + dz * dz) - spheres[a, 4] - spheres[b, 4]
@@ -108,6 +108,14 @@ def clearance(chain, spheres, pairs, obstacles, q, frames, centres):
                 d = math.sqrt(mx * mx + my * my + mz * mz) + min(max(ex, max(ey, ez)), 0.0)
             best = min(best, d - spheres[i, 4])
     return best
+
+
+@njit(cache=True)
+def free(chain, spheres, pairs, obstacles, q):
+    """Whether ``q`` keeps every checked pair and obstacle clear (its own scratch: this runs
+    once per candidate answer, not per iteration)."""
+    frames, centres = np.empty((chain.shape[0], 12)), np.empty((spheres.shape[0], 3))
+    return clearance(chain, spheres, pairs, obstacles, q, frames, centres) >= 0.0
 
 
 @njit(cache=True)

@@ -6,7 +6,8 @@ buffer per thread seen through views.
   the Rodrigues form of the joint's motion, origin translation, axis, A axis, type, limits less
   the margin) and a last row for the tip offset;
 - cfg: the settings (settings.py) and the reach bound;
-- the model buffer: a header, the chain, cfg, the network's meta layout (seeds.py) and sizes.
+- the model buffer: a header, the chain, cfg, the network's meta layout (seeds.py) and sizes,
+  and the collision model (collision.py), if any.
 """
 
 from __future__ import annotations
@@ -99,12 +100,23 @@ def pack_cfg(settings, arm, needs_orientation: bool, use_network: bool) -> np.nd
     return cfg
 
 
-HEADER = 8  # model buffer: n, layers, width, the offsets of chain, cfg, meta, sizes; heads
+HEADER = 9  # n, layers, width, the offsets of chain, cfg, meta, sizes; heads; collisions' offset
 
 
-def pack_model(arm, settings, network=None) -> np.ndarray:
+def pack_collisions(collisions) -> np.ndarray:
+    """A collision model (collision.py) as the kernel reads it: counts of spheres, pairs and
+    obstacles, then the three arrays; empty without one."""
+    if collisions is None:
+        return np.zeros(0)
+    s, p, o = collisions.spheres, collisions.pairs, collisions.obstacles
+    counts = np.array([len(s), len(p), len(o)], float)
+    return np.concatenate([counts, s.ravel(), p.astype(float).ravel(), o.ravel()])
+
+
+def pack_model(arm, settings, network=None, collisions=None) -> np.ndarray:
     """Everything constant about a solver in one float64 buffer (one argument to the kernel):
-    the chain, the settings, the network's meta layout and its layer sizes."""
+    the chain, the settings, the network's meta layout and its layer sizes, the collision
+    model."""
     from .seeds import empty_network
 
     net = network if network is not None else empty_network(arm.dof)
@@ -118,9 +130,10 @@ def pack_model(arm, settings, network=None) -> np.ndarray:
         ),
         net.meta,
         net.sizes.astype(float),
+        pack_collisions(collisions),
     ]
     offsets = np.cumsum([HEADER] + [len(p) for p in parts])
-    header = [arm.dof, len(net.sizes) - 1, net.width, *offsets[:4], net.heads]
+    header = [arm.dof, len(net.sizes) - 1, net.width, *offsets[:4], net.heads, offsets[4]]
     return np.concatenate([np.array(header, float)] + parts)
 
 
@@ -129,7 +142,20 @@ def parts(model):
     """(chain, cfg, meta, sizes) views of a model buffer."""
     n, o = int(model[0]), model[3:7]
     chain = model[int(o[0]) : int(o[1])].reshape((n + 1, ROW))
-    return chain, model[int(o[1]) : int(o[2])], model[int(o[2]) : int(o[3])], model[int(o[3]) :]
+    sizes = model[int(o[3]) : int(model[8])]
+    return chain, model[int(o[1]) : int(o[2])], model[int(o[2]) : int(o[3])], sizes
+
+
+@njit(cache=True)
+def collision_parts(model):
+    """(spheres (S, 5), pairs (P, 2), obstacles (O, 7)) views of a model buffer's collision
+    model; S = P = O = 0 without one."""
+    c = model[int(model[8]) :]
+    if c.shape[0] == 0:
+        return c.reshape((0, 5)), c.reshape((0, 2)), c.reshape((0, 7))
+    s, p, o = int(c[0]), int(c[1]), int(c[2])
+    a, b = 3 + 5 * s, 3 + 5 * s + 2 * p
+    return c[3:a].reshape((s, 5)), c[a:b].reshape((p, 2)), c[b : b + 7 * o].reshape((o, 7))
 
 
 # -- scratch: one buffer per thread, seen through views -------------------------------------------

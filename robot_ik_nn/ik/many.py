@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from . import targets
+from .collision import free
 from .kernel import clamp, fk, quat_to_matrix, refine, restart_seed, weighted
 from .layout import (
     CONTINUOUS,
@@ -32,6 +33,7 @@ from .layout import (
     ROT_TOL,
     ROT_W,
     TYPE,
+    collision_parts,
     parts,
     views,
 )
@@ -90,6 +92,8 @@ def solve_many(
         quat_to_matrix(quat, Rt)
     w, pos_tol, rot_tol = cfg[ROT_W], cfg[POS_TOL], cfg[ROT_TOL]
     have_net = has_seed or network_applies(cfg, sizes, has_quat)
+    spheres, pairs, obstacles = collision_parts(model)
+    checking = pairs.shape[0] > 0 or obstacles.shape[0] > 0
     heads = netq.shape[0] if have_net else 0
     iters = max(int(cfg[ITERS]), int(cfg[RESTART_ITERS]))
     count, best_score, bpe, bre = 0, np.inf, np.nan, np.nan
@@ -104,7 +108,9 @@ def solve_many(
         else:
             restart_seed(chain, best, False, q, ws[15])
         pe, re, _ = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws)
-        if pe <= pos_tol and re <= rot_tol:
+        if pe <= pos_tol and re <= rot_tol and (
+            not checking or free(chain, spheres, pairs, obstacles, q)
+        ):
             clamp(chain, q)
             new = True
             for s in range(count):

@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import targets
+from .collision import free
 from .kernel import clamp, fk, quat_to_matrix, refine, residual, restart_seed, weighted
 from .layout import (
     CONTINUOUS,
@@ -46,6 +47,7 @@ from .layout import (
     TYPE,
     USE_NET,
     WARM,
+    collision_parts,
     parts,
     views,
 )
@@ -129,6 +131,8 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
     w, pos_tol, rot_tol, iters = cfg[ROT_W], cfg[POS_TOL], cfg[ROT_TOL], int(cfg[ITERS])
     heads, n_warm = netq.shape[0], warm.shape[0]
     have_net = has_seed or network_applies(cfg, sizes, has_quat)
+    spheres, pairs, obstacles = collision_parts(model)
+    checking = pairs.shape[0] > 0 or obstacles.shape[0] > 0
     if iters == 0:  # the seed alone: projected into the limits, never refined
         if have_net:
             _candidates(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws)
@@ -140,9 +144,17 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
         clamp(chain, q)
         _, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, False)
         if pe <= pos_tol and re <= rot_tol:
-            return 0, targets.OK, pe, re, 0
+            if not checking or free(chain, spheres, pairs, obstacles, q):
+                return 0, targets.OK, pe, re, 0
+            return 1, targets.COLLIDES, pe, re, 0
         return 1, missed, pe, re, 0
     best_score, bpe, bre, total = np.inf, np.nan, np.nan, 0
+    # with a collision model: answers that collide are not solutions, and the best effort is the
+    # closest free pose; only when nothing free turned up, the closest colliding one, said so
+    fallback = np.empty(q.shape[0]) if checking else best  # not written to unless checking
+    fb_score, fpe, fre, hit = np.inf, 0.0, 0.0, False
+    if checking:
+        _mid_range(chain, best)
     first_warm, restarts, restart_iters = 0, int(cfg[RESTARTS]), int(cfg[RESTART_ITERS])
     if code == targets.OUT_OF_REACH:  # only a closest pose: fewer seeds, each refined longer
         restarts, iters = int(cfg[FAR_RESTARTS]), max(iters, int(cfg[FAR_ITERS]))
@@ -180,17 +192,28 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             restart_seed(chain, best, k % 2 == 0, q, ws[15])
             pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
         total += used
-        if pe <= pos_tol and re <= rot_tol:
-            if n_warm > 0:
-                _beside(chain, q, warm[0])
-            return 0, targets.OK, pe, re, total
-        if weighted(pe, re, w) < best_score:
-            best_score, bpe, bre = weighted(pe, re, w), pe, re
+        exact, score = pe <= pos_tol and re <= rot_tol, weighted(pe, re, w)
+        if not (exact or score < best_score):
+            continue
+        if not checking or free(chain, spheres, pairs, obstacles, q):
+            if exact:
+                if n_warm > 0:
+                    _beside(chain, q, warm[0])
+                return 0, targets.OK, pe, re, total
+            best_score, bpe, bre = score, pe, re
             best[:] = q
+        else:
+            hit = hit or exact
+            if score < fb_score:
+                fb_score, fpe, fre = score, pe, re
+                fallback[:] = q
+    if best_score == np.inf and fb_score < np.inf:
+        best[:] = fallback
+        bpe, bre, hit = fpe, fre, True
     q[:] = best
     if n_warm > 0:
         _beside(chain, q, warm[0])
-    return 1, missed, bpe, bre, total
+    return 1, targets.COLLIDES if hit else missed, bpe, bre, total
 
 
 @njit(cache=True)

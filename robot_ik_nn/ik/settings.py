@@ -12,6 +12,9 @@ as 0.01 rad).
 A tool that is symmetric about one of its own axes (a suction cup, a drill, a pen) sets
 ``free_axis``: only that axis is aligned with the target's, and the rotation about it is free;
 the rotation error is then the angle between the two axes.
+
+``collision_check`` makes an answer that puts the arm into collision with itself (or an obstacle
+given to the solver) no solution: the search goes on for a free one (collision.py).
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ class IKSettings:
     solution_attempts: int = 200  # seeds tried at most when several answers are asked for
     solution_threshold: float = 0.1  # rad (m): answers differing less on every joint are one
     free_axis: str = ""  # "x", "y" or "z": rotation about this tool axis is left free
+    collision_check: bool = False  # answers that collide (collision.py) are not solutions
+    collision_margin: float = 0.0  # m: every collision sphere grows by this much
 
     def __post_init__(self):
         for name in (
@@ -62,10 +67,10 @@ class IKSettings:
                 raise ValueError(
                     f"IKSettings.{name} must be a positive finite number, got {value!r}"
                 )
-        if not (math.isfinite(self.margin) and self.margin >= 0):
-            raise ValueError(
-                f"IKSettings.margin must be a finite number >= 0, got {self.margin!r}"
-            )
+        for name in ("margin", "collision_margin"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"IKSettings.{name} must be a finite number >= 0, got {value!r}")
         if self.free_axis not in FREE_AXES:
             raise ValueError(
                 f"IKSettings.free_axis must be one of {FREE_AXES} ('' for none), "

@@ -55,9 +55,21 @@ class Solver:
 
     def _build(self) -> None:
         """The kernel's buffers: the constant model and network, and this solver's scratch."""
+        s = self.settings
+        self.checking = s.collision_check
+        if self.checking and getattr(self, "_collision_margin", None) != s.collision_margin:
+            from .collision import CollisionModel
+
+            old = getattr(self, "collisions", None)
+            self.collisions = CollisionModel.from_arm(self.arm, margin=s.collision_margin)
+            if old is not None:  # the obstacles stay; only the spheres grow
+                self.collisions.obstacles = old.obstacles
+            self._collision_margin = s.collision_margin
         n = self.arm.dof
         net = self.network if self.network is not None else seeds.empty_network(n)
-        self._model = layout.pack_model(self.arm, self.settings, self.network)
+        self._model = layout.pack_model(
+            self.arm, self.settings, self.network, self.collisions if self.checking else None
+        )
         self._netw = net.flat
         self.heads = net.heads
         self._scratch = np.zeros(layout.scratch_size(n, net.heads, net.width))
@@ -118,6 +130,15 @@ class Solver:
         if free_axis not in self._variants:
             self._variants[free_axis] = self.with_settings(free_axis=free_axis)
         return self._variants[free_axis]
+
+    def with_obstacles(self, planes=(), boxes=()) -> "Solver":
+        """This solver with collision checking on and obstacles added: planes (normal, offset:
+        free where normal . x > offset) and axis-aligned boxes (centre, half sizes), in the
+        base frame. A table under the arm: ``planes=[((0, 0, 1), 0.0)]``."""
+        other = self.with_settings(collision_check=True)
+        other.collisions = other.collisions.with_obstacles(planes, boxes)
+        other._build()
+        return other
 
     def without_network(self) -> "Solver":
         return Solver(self.arm, None, self.settings)

@@ -25,9 +25,10 @@ SOLVED, BEST_EFFORT, REJECTED = "solved", "best_effort", "rejected"
 STATUS = (SOLVED, BEST_EFFORT, REJECTED)  # indexed by the kernel's status codes 0, 1, 2
 
 # why: 0 = fine; 1..4 = why a target was rejected; 5 = outside the reach (a best effort: the
-# closest pose); 10 = inside the reach bound, but no answer within tolerance was found
+# closest pose); 10 = inside the reach bound, but no answer within tolerance was found; 11 = the
+# answers found within tolerance collide (with the arm itself or an obstacle)
 OK, POSITION_NOT_FINITE, ORIENTATION_NOT_FINITE, NOT_UNIT, TOO_FAR = 0, 1, 2, 3, 4
-OUT_OF_REACH, NOT_FOUND = 5, 10
+OUT_OF_REACH, NOT_FOUND, COLLIDES = 5, 10, 11
 REJECTS = OUT_OF_REACH  # codes from 1 up to (not including) this are rejections
 
 
@@ -89,6 +90,8 @@ def reason(
         )
     if code == NOT_FOUND:
         return "not found: no answer within tolerance (the target is inside the reach bound)"
+    if code == COLLIDES:
+        return "collides: no collision-free answer was found within tolerance"
     return f"unknown verdict {code}"
 
 

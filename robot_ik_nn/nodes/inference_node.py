@@ -151,6 +151,29 @@ class InferenceNode(Node):
             lo=0,
             hi=100000,
         )
+        collision_check = declare(
+            self,
+            "collision_check",
+            True,
+            "answers that put the arm into collision with itself are no solutions",
+            read_only=True,
+        )
+        collision_margin = declare(
+            self,
+            "collision_margin",
+            0.0,
+            "with collision_check: every collision sphere grows by this (m)",
+            read_only=True,
+            lo=0.0,
+            hi=0.2,
+        )
+        free_axis = declare(
+            self,
+            "free_axis",
+            "",
+            "'x', 'y' or 'z': the rotation about this tool axis is left free ('' none)",
+            read_only=True,
+        )
         backend = declare(
             self,
             "backend",
@@ -193,7 +216,14 @@ class InferenceNode(Node):
         if self._choice_problem(self.choose):
             raise RuntimeError(f"parameter choose: {self._choice_problem(self.choose)}")
         arm = ArmModel.load(robot) if robot else None
-        settings = IKSettings(iterations=iterations, restarts=restarts, margin=margin)
+        settings = IKSettings(
+            iterations=iterations,
+            restarts=restarts,
+            margin=margin,
+            collision_check=collision_check,
+            collision_margin=collision_margin,
+            free_axis=free_axis,
+        )
         # refuses a wrong arm or a corrupt file, with the reason
         self.solver = Solver.load(path, settings, backend=backend, arm=arm)
         self.arm = self.solver.arm
