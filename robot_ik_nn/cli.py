@@ -107,7 +107,12 @@ def cmd_solve(args) -> int:
     from .ik.targets import REJECTED
 
     _threads(args.threads)
-    solver = Solver.load(args.model, IKSettings(iterations=args.refine), backend=args.backend)
+    settings = IKSettings(
+        iterations=args.refine,
+        free_axis=args.free_axis,
+        collision_check=not args.no_collision_check,
+    )
+    solver = Solver.load(args.model, settings, backend=args.backend)
     if args.solutions is None:
         answers = [solver.solve(args.xyz, args.quat)]
     else:

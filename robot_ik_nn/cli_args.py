@@ -106,6 +106,18 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         help="with --solutions: nearest to mid-range first, farthest from the limits first, or "
         "most dexterous first",
     )
+    s.add_argument(
+        "--free-axis",
+        choices=["x", "y", "z"],
+        default="",
+        help="leave the rotation about this axis of the tool free (a symmetric tool: only the "
+        "axis itself is aligned with the target's)",
+    )
+    s.add_argument(
+        "--no-collision-check",
+        action="store_true",
+        help="allow answers where the arm collides with itself (checked by default)",
+    )
     s.add_argument("--json", action="store_true", help="one JSON object (a list with --solutions)")
     s.set_defaults(func=commands["solve"])
 

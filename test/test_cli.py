@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 
@@ -81,6 +82,27 @@ def test_solve_prints_joints_and_quaternions(trained):
     assert len(out["joints"]) == 6 and len(out["joint_quaternions"]) == 6
     for q in out["joint_quaternions"]:
         assert abs(sum(v * v for v in q) - 1) < 1e-9 and q[0] == 0 and q[1] == 0  # about z
+
+
+def test_solve_with_a_free_tool_axis_and_outside_the_reach(trained):
+    from robot_ik_nn.arm.rotations import matrix_to_quaternion
+    from robot_ik_nn.ik.solver import Solver
+
+    solver = Solver.load(trained)
+    p, R = solver.forward(solver.arm.mid_range + 0.3)
+    turn = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # 90 deg about tool z
+    quat = matrix_to_quaternion((R[0] @ turn)[None])[0]
+    target = ["--xyz", *map(str, p[0]), "--quat", *map(str, quat)]
+    run = cli("solve", str(trained), *target, "--free-axis", "z", "--json")
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["status"] == "solved" and out["pos_err_mm"] < 1.0
+    _, reached = solver.forward(np.array(out["joints"]))
+    assert reached[0][:, 2] @ R[0][:, 2] > np.cos(0.01)  # the tool's z axis on the target's
+    far = solver.origin + [0.0, 0.0, 1.5 * solver.arm.reach]
+    run = cli("solve", str(trained), "--xyz", *map(str, far), "--json")
+    out = json.loads(run.stdout)
+    assert out["status"] == "best_effort" and out["reason"].startswith("outside the reach")
 
 
 def test_solve_rejects_a_bad_target_with_exit_code_2(trained):
