@@ -47,13 +47,14 @@ def test_a_free_tool_axis_leaves_the_angle_about_it_free(solver, niryo_model):
         IKSettings(free_axis="w")
 
 
-def test_the_torch_solver_refuses_a_free_axis(niryo_model):
+def test_the_torch_solver_refuses_a_free_axis_and_collision_checks(niryo_model):
     from robot_ik_nn import model_dir
     from robot_ik_nn.ik.batched import TorchSolver
 
     loaded = model_dir.load(niryo_model)
-    with pytest.raises(ValueError, match="free axes .* compiled Solver"):
-        TorchSolver(loaded.arm, loaded.net, IKSettings(free_axis="z"))
+    for settings in (IKSettings(free_axis="z"), IKSettings(collision_check=True)):
+        with pytest.raises(ValueError, match="free axes .* compiled Solver"):
+            TorchSolver(loaded.arm, loaded.net, settings)
 
 
 def test_a_pose_model_solves_positions_alone(solver):

@@ -41,10 +41,11 @@ class TorchSolver:
         self.generator = torch.Generator(device=self.device).manual_seed(s.rng_seed)
         self.origin = arm.joints[0].origin[:3, 3].copy()
         self.max_reach = arm.reach + s.pos_tol
-        if s.free_axis:
+        if s.free_axis or s.collision_check:
             raise ValueError(
-                "the batched torch solver aligns the whole orientation; free axes "
-                f"(free_axis={s.free_axis!r}) are solved by the compiled Solver"
+                "the batched torch solver aligns the whole orientation and has no collision "
+                f"model; free axes (free_axis={s.free_axis!r}) and collision_check "
+                f"({s.collision_check}) are solved by the compiled Solver"
             )
 
     # -- the verdict, shared with every other path ---------------------------------------------
