@@ -117,6 +117,19 @@ def test_tracking_stays_on_its_branch(solver):
         assert np.abs(np.diff(answers, axis=0)).max() <= 0.2
 
 
+def test_tracking_a_redundant_arm_beside_a_limit(panda):
+    # path 101 passes 4 mrad from the Panda's first joint limit, where the projected steps from
+    # the last answer converge slowly: it must not jump to another branch (it did, by 4.7 rad)
+    solver = Solver(panda)
+    q_path, P, R = tracking_path(panda, solver.forward, 400, seed=101)
+    Q, last, answers = matrix_to_quaternion(R), q_path[0], []
+    for p, q in zip(P, Q):
+        answer = solver.solve(p, q, current=last, last=last)
+        assert answer.solved
+        answers.append(last := answer.q)
+    assert np.abs(np.diff(answers, axis=0)).max() <= 0.2
+
+
 def test_a_continuous_joint_crosses_pi_without_a_turn(slider_arm):
     solver = Solver(slider_arm)
     t = np.linspace(0, 1, 400)[:, None]

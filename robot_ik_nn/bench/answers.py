@@ -25,7 +25,7 @@ from ..evaluate import held_out_targets
 from .measure import one_cpu, tracking_path
 
 
-def measure(model, targets: int = 10000, unreachable: int = 1000, paths: int = 3, **kw) -> dict:
+def measure(model, targets: int = 10000, unreachable: int = 1000, paths: int = 5, **kw) -> dict:
     from ..ik.solver import Solver
 
     say = kw.get("say") or (lambda text: None)
