@@ -43,8 +43,9 @@ REVOLUTE, CONTINUOUS, PRISMATIC = 0.0, 1.0, 2.0
     FAR_RESTARTS,
     TOO_FAR,
     FAR_ITERS,
+    FAR_POLISH,
     CFG,
-) = range(20)
+) = range(21)
 TWO_PI = 2.0 * math.pi
 
 
@@ -97,6 +98,7 @@ def pack_cfg(settings, arm, needs_orientation: bool, use_network: bool) -> np.nd
     cfg[USE_NET] = use_network
     cfg[FREE] = "xyz".find(s.free_axis) + 1 if s.free_axis else 0  # 0 none, 1 x, 2 y, 3 z
     cfg[FAR_RESTARTS], cfg[FAR_ITERS] = s.far_restarts, s.far_iterations
+    cfg[FAR_POLISH] = s.far_polish
     return cfg
 
 

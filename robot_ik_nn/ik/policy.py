@@ -29,6 +29,7 @@ from .kernel import clamp, fk, quat_to_matrix, refine, residual, restart_seed, w
 from .layout import (
     CONTINUOUS,
     FAR_ITERS,
+    FAR_POLISH,
     FAR_RESTARTS,
     HI,
     ITERS,
@@ -190,7 +191,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws)
         else:  # 4. restarts: alternately partial (from the best so far) and uniformly random
             k = attempt - net_end - 1 - n_warm
-            restart_seed(chain, best, k % 2 == 0, q, ws[15])
+            restart_seed(chain, best, k % 2 == 0 and code == targets.OK, q, ws[15])
             pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
         total += used
         exact, score = pe <= pos_tol and re <= rot_tol, weighted(pe, re, w)
@@ -208,6 +209,34 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             if score < fb_score:
                 fb_score, fpe, fre = score, pe, re
                 fallback[:] = q
+    if code == targets.OUT_OF_REACH and best_score < np.inf:
+        # a closest pose often leans on limits: each joint at one limit tries the other one,
+        # pass after pass while that brings the pose closer
+        better = True
+        while better:
+            better = False
+            for j in range(q.shape[0]):
+                at_lo, at_hi = best[j] - chain[j, LO] < 1e-9, chain[j, HI] - best[j] < 1e-9
+                if chain[j, TYPE] == CONTINUOUS or not (at_lo or at_hi):
+                    continue
+                q[:] = best
+                q[j] = chain[j, HI] if at_lo else chain[j, LO]
+                pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
+                total += used
+                if weighted(pe, re, w) < best_score - 1e-6 and (
+                    not checking or free(chain, spheres, pairs, obstacles, q)
+                ):
+                    best_score, bpe, bre, better = weighted(pe, re, w), pe, re, True
+                    best[:] = q
+        # far from the target the Gauss-Newton model is poor and LM creeps: refine on
+        q[:] = best
+        pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, int(cfg[FAR_POLISH]), ws)
+        total += used
+        if weighted(pe, re, w) < best_score and (
+            not checking or free(chain, spheres, pairs, obstacles, q)
+        ):
+            best_score, bpe, bre = weighted(pe, re, w), pe, re
+            best[:] = q
     if best_score == np.inf and fb_score < np.inf:
         best[:] = fallback
         bpe, bre, hit = fpe, fre, True

@@ -41,6 +41,7 @@ class IKSettings:
     reach_margin: float = 2.0  # targets beyond this times the reach bound are rejected
     far_restarts: int = 100  # seeds for a target outside the reach (only its closest pose)
     far_iterations: int = 100  # LM iterations from each of them (a miss converges slowly)
+    far_polish: int = 1000  # LM iterations more for the closest of them
     quat_tolerance: float = 1e-3  # |norm - 1| above this: the quaternion is rejected
     warm_radius: float = 0.02  # weighted error (m) under which the warm start goes first
     stop_fraction: float = 0.01  # iterate until the error is this fraction of the tolerance
@@ -82,6 +83,7 @@ class IKSettings:
             "restart_iterations",
             "far_restarts",
             "far_iterations",
+            "far_polish",
             "solution_attempts",
         ):
             value = getattr(self, name)
