@@ -20,7 +20,7 @@ setup(
     ],
     python_requires=">=3.10",
     # The base install serves: the compiled IK core, the model folders, the nodes. No torch.
-    install_requires=["numpy", "numba", "urchin", "safetensors", "pyyaml"],
+    install_requires=["numpy", "numba", "scipy", "urchin", "safetensors", "pyyaml"],
     extras_require={
         # serve: what a small computer beside a real arm needs beyond the base (the onnx backend)
         "serve": ["onnxruntime"],

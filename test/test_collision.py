@@ -105,6 +105,8 @@ def test_margin_inflates_every_sphere(models):
 
 def test_spheres_contain_the_shapes():
     """Points spread through a box, a cylinder and a mesh each fall inside some sphere."""
+    from scipy.spatial import ConvexHull
+
     rng = np.random.default_rng(0)
 
     def covered(points, spheres):
@@ -119,6 +121,22 @@ def test_spheres_contain_the_shapes():
     w = rng.dirichlet(np.ones(200) * 0.05, 5000)
     hull = collision._hull_spheres(V, 6)
     assert covered(np.concatenate([V, w @ V]), hull)
+    # recursive cuts: tilted, flat and cube-like sets; the hull's faces and edges hardest to cover
+    tilt = np.linalg.qr(rng.normal(size=(3, 3)))[0]
+    cube = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * 0.05
+    flat = rng.uniform(-1, 1, (100, 3)) * [0.2, 0.1, 0.0]
+    for W in (V @ tilt.T, cube, flat, rng.uniform(-0.1, 0.1, (300, 3))):
+        w = rng.dirichlet(np.ones(len(W)) * 0.05, 5000)
+        points = [W, w @ W]
+        if np.ptp(W[:, 2]) > 0:  # on the faces: mixes of each triangle's corners
+            tri = W[ConvexHull(W).simplices]
+            points.append(np.einsum("fk,fkc->fc", rng.dirichlet(np.ones(3), len(tri)), tri))
+        for n in (1, 4, 12):
+            spheres = collision._hull_spheres(W, n)
+            assert 1 <= len(spheres) <= n
+            assert covered(np.concatenate(points), spheres)
+    many = collision._hull_spheres(V, 12)
+    assert max(r for _, r in many) < max(r for _, r in hull)  # the cuts do tighten
 
 
 MESH_URDF = """<?xml version="1.0"?>

@@ -4,13 +4,14 @@ shapes covered by spheres, checked pair by pair with no allocation.
 - Frames: frame 0 is the base (before joint 0's origin), frame k + 1 the frame after joint k's
   motion, i.e. joint k's child link; links hung below a link by fixed joints share its frame.
   Links behind a movable joint that is not in the chain (a gripper's fingers) are left out.
-- Spheres: every ``<collision>`` shape is covered by at most ``max_spheres`` spheres whose
-  union contains it: a box is cut into a grid of equal pieces (longest sides first), each with
+- Spheres: every ``<collision>`` shape is covered by spheres whose union contains it: a box
+  (at most ``max_spheres``) is cut into a grid of equal pieces (longest sides first), each with
   its circumscribed sphere; a cylinder (a capsule as its enclosing cylinder) into slabs along its
-  axis; a mesh's vertices (PyBullet collides their convex hull) into slabs along the longest
-  side of their bounding box, each sphere reaching the farthest point of its slab's part of the
-  hull. ``margin`` (m) inflates every radius: clearance >= 0 then keeps shapes 2 * margin
-  from each other and margin from the obstacles.
+  axis; a mesh (PyBullet collides its vertices' convex hull; at most ``mesh_spheres``) by
+  recursive plane cuts of the hull, each convex part in a small sphere through its farthest
+  corner, the part reaching farthest outside the hull cut next (see ``_hull_spheres``).
+  ``margin`` (m) inflates every radius: clearance >= 0 then keeps shapes 2 * margin from each
+  other and margin from the obstacles.
 - Pairs: frames that are equal or adjacent (one joint apart) are never checked, as an SRDF's
   "Adjacent"; of the others, frame pairs never in contact over ``samples`` random
   configurations ("Never") and those in contact in at least ``always_fraction`` of them
@@ -177,40 +178,97 @@ def _box_spheres(half, max_spheres: int) -> list[tuple[np.ndarray, float]]:
     return [(np.array([x, y, z]), r) for x in grid[0] for y in grid[1] for z in grid[2]]
 
 
-def _slab_points(V, z0, z1, chunk=256):
-    """Points whose convex hull holds conv(V) cut to z0 <= V[:, 0] <= z1: the points inside,
-    and where the segments between points on either side of a cut cross it."""
-    z = V[:, 0]
-    yield V[(z >= z0) & (z <= z1)]
-    for c in (z0, z1):
-        a, b = V[z < c], V[z > c]
-        for i in range(0, len(a), chunk):
-            s = a[i : i + chunk, None]
-            t = (c - s[..., 0]) / (b[None, :, 0] - s[..., 0])
-            yield (s + t[..., None] * (b[None] - s)).reshape(-1, 3)
+def _corners(P):
+    """The corners of conv(P) and its edges as index pairs (every pair for a set qhull cannot
+    wrap: fewer than four distinct points)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    for options in ("", "QJ"):  # QJ: joggle a flat set into a thin solid
+        try:
+            h = ConvexHull(P, qhull_options=options or None)
+        except (QhullError, ValueError):
+            continue
+        index = np.full(len(P), -1)
+        index[h.vertices] = np.arange(len(h.vertices))
+        s = index[h.simplices]
+        return P[h.vertices], np.concatenate([s[:, [0, 1]], s[:, [1, 2]], s[:, [0, 2]]])
+    P = np.unique(P, axis=0)
+    return P, np.stack(np.triu_indices(len(P), 1), axis=1)
 
 
-def _hull_spheres(V, max_spheres: int) -> list[tuple[np.ndarray, float]]:
-    """Spheres covering conv(V), V (m, 3) with its longest extent along axis 0: one sphere per
-    slab, each reaching the farthest point of its slab's part of the hull."""
-    try:  # only the hull's corners matter; without scipy every vertex is kept
-        from scipy.spatial import ConvexHull
+def _cut(V, E, n, d):
+    """The corners of the two halves (n.x <= d, n.x >= d) of the convex polytope with corners
+    ``V`` and edges ``E``: the corners on each side and where the edges cross the plane."""
+    s = V @ n - d
+    a, b = s[E[:, 0]], s[E[:, 1]]
+    e = E[(a < 0) != (b < 0)]
+    t = (s[e[:, 0]] / (s[e[:, 0]] - s[e[:, 1]]))[:, None]
+    X = V[e[:, 0]] + t * (V[e[:, 1]] - V[e[:, 0]])
+    return np.concatenate([V[s <= 0], X]), np.concatenate([V[s >= 0], X])
 
-        V = V[ConvexHull(V).vertices]
-    except Exception:  # noqa: BLE001 - scipy missing or a flat/degenerate point set
-        V = np.unique(V, axis=0)
-    ext = V.max(0) - V.min(0)
-    n = int(min(max_spheres, max(1, math.ceil(3 * ext[0] / max(ext[1], ext[2], 1e-9)))))
-    cuts = np.linspace(V[:, 0].min(), V[:, 0].max(), n + 1)
-    out = []
-    for z0, z1 in zip(cuts[:-1], cuts[1:]):
-        parts = [p for p in _slab_points(V, z0, z1) if len(p)]
-        lo = np.min([p.min(0) for p in parts], axis=0)
-        hi = np.max([p.max(0) for p in parts], axis=0)
-        centre = (lo + hi) / 2
-        r2 = max(float(((p - centre) ** 2).sum(1).max()) for p in parts)
-        out.append((centre, math.sqrt(r2)))
-    return out
+
+def _ball(V, steps=48):
+    """A small sphere holding the points ``V``: Badoiu-Clarkson steps towards the farthest point
+    from the bounding-box centre, the best centre kept; radius the exact farthest distance."""
+    c = (V.min(0) + V.max(0)) / 2
+    best = (float(((V - c) ** 2).sum(1).max()), c)
+    for i in range(steps):
+        d2 = ((V - c) ** 2).sum(1)
+        f = int(np.argmax(d2))
+        if d2[f] < best[0]:
+            best = (float(d2[f]), c)
+        c = c + (V[f] - c) / (i + 2)
+    return best[1], math.sqrt(best[0])
+
+
+def _directions(n=256):
+    """``n`` unit vectors spread evenly over the sphere (a Fibonacci lattice)."""
+    i = np.arange(n) + 0.5
+    z, phi = 1 - 2 * i / n, math.pi * (3 - math.sqrt(5)) * i
+    rho = np.sqrt(1 - z * z)
+    return np.stack([rho * np.cos(phi), rho * np.sin(phi), z], axis=1)
+
+
+def _hull_spheres(V, max_spheres: int, tolerance: float = 0.0):
+    """Spheres covering conv(V), V (m, 3), by recursive cuts. How far a sphere reaches outside
+    the hull: the most, over directions u, that c.u + r exceeds the hull's support max V.u. The
+    part whose sphere reaches farthest is cut in two by a plane across one of its principal
+    axes (at 35, 50 or 65 % of its extent: the cut whose halves reach least far); a part no cut
+    improves is left whole. This stops at ``max_spheres`` parts or when every sphere is within
+    ``tolerance`` (m) of the hull. A convex hull cut by planes leaves convex parts, each the
+    hull of its corners, so a sphere holding a part's corners holds the part."""
+    U = _directions()
+    V, E = _corners(np.asarray(V, float))
+    support = (V @ U.T).max(0)
+
+    def reach(c, r):
+        return float((U @ c + r - support).max())
+
+    def part(P):
+        P, Ep = _corners(P)
+        c, r = _ball(P)
+        return [P, Ep, c, r, reach(c, r)]
+
+    parts, whole = [part(V)], []  # whole: parts no cut improves
+    while parts and len(parts) + len(whole) < max_spheres:
+        k = max(range(len(parts)), key=lambda i: parts[i][4])
+        P, Ep, _, _, worst = parts[k]
+        if worst <= tolerance:
+            break
+        best = (math.inf, None)
+        for n in np.linalg.eigh(np.cov(P.T))[1].T if len(P) > 3 else np.eye(3):
+            lo, hi = (P @ n).min(), (P @ n).max()
+            for f in (0.35, 0.5, 0.65) if hi - lo > 1e-9 else ():
+                halves = _cut(P, Ep, n, lo + f * (hi - lo))
+                score = max(reach(*_ball(H, steps=0)) for H in halves)  # quick centres
+                if score < best[0]:
+                    best = (score, halves)
+        halves = [part(H) for H in best[1]] if best[1] is not None else []
+        if not halves or max(h[4] for h in halves) >= worst:
+            whole.append(parts.pop(k))
+        else:
+            parts[k : k + 1] = halves
+    return [(c, r) for _, _, c, r, _ in parts + whole]
 
 
 def _read_vertices(path: Path) -> np.ndarray:
@@ -245,18 +303,7 @@ def _find_mesh(filename: str, dirs) -> Path | None:
     return None
 
 
-def _mesh_frame(v: np.ndarray) -> np.ndarray:
-    """Rotation (columns: axes, longest extent first) of the smaller of the axis-aligned and
-    principal-axes bounding boxes of ``v``."""
-    best = None
-    for R in [np.eye(3), np.linalg.eigh(np.cov(v.T))[1]] if len(v) > 3 else [np.eye(3)]:
-        ext = np.ptp(v @ R, axis=0)
-        if best is None or np.prod(ext) < best[0]:
-            best = (np.prod(ext), R[:, np.argsort(-ext)])
-    return best[1]
-
-
-def _geometry_spheres(geom, dirs, max_spheres: int):
+def _geometry_spheres(geom, dirs, max_spheres: int, mesh_spheres: int, tolerance: float):
     """(4x4 pose in the collision origin, [(centre, radius)]) covering one <geometry>; None when
     the shape cannot be read."""
     shape = geom[0] if len(geom) else None
@@ -283,9 +330,7 @@ def _geometry_spheres(geom, dirs, max_spheres: int):
         except Exception as err:  # noqa: BLE001 - any reader failure means "cannot use it"
             warnings.warn(f"cannot read collision mesh {path}: {err}; left out", stacklevel=4)
             return None
-        T = np.eye(4)
-        T[:3, :3] = _mesh_frame(v)
-        return T, _hull_spheres(v @ T[:3, :3], max_spheres)
+        return np.eye(4), _hull_spheres(v, mesh_spheres, tolerance)
     warnings.warn(f"collision geometry <{tag}> not supported; left out", stacklevel=4)
     return None
 
@@ -304,11 +349,21 @@ class CollisionModel:
 
     @classmethod
     def from_arm(
-        cls, arm, margin=0.0, samples=10000, rng_seed=0, max_spheres=6, always_fraction=0.95
+        cls,
+        arm,
+        margin=0.0,
+        samples=10000,
+        rng_seed=0,
+        max_spheres=6,
+        always_fraction=0.95,
+        mesh_spheres=8,
+        tolerance=0.0,
     ):
         """The arm's collision shapes as spheres (inflated by ``margin``) and the frame pairs
         worth checking: not adjacent, in contact in some of ``samples`` random configurations
-        and in fewer than ``always_fraction`` of them (MoveIt's setup assistant's rule)."""
+        and in fewer than ``always_fraction`` of them (MoveIt's setup assistant's rule). A mesh
+        gets up to ``mesh_spheres`` spheres, fewer once each is within ``tolerance`` (m) of the
+        hull or no cut brings them closer."""
         root = ET.fromstring(arm.urdf_text)
         dirs = list(getattr(arm, "mesh_dirs", []))
         chain_index = {name: k for k, name in enumerate(arm.joint_names)}
@@ -331,7 +386,9 @@ class CollisionModel:
                 continue
             frame, T = links[link.get("name")]
             for col in link.iter("collision"):
-                got = _geometry_spheres(col.find("geometry"), dirs, max_spheres)
+                got = _geometry_spheres(
+                    col.find("geometry"), dirs, max_spheres, mesh_spheres, tolerance
+                )
                 if got is not None:
                     M = T @ _origin(col) @ got[0]
                     rows += [[frame, *(M[:3, :3] @ c + M[:3, 3]), r + margin] for c, r in got[1]]
