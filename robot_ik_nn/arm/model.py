@@ -78,10 +78,16 @@ def resolve_robot(robot: str | Path) -> tuple[Path, str | None]:
 def _parse(text: str, source: str):
     import urchin  # heavy import, kept out of module import time
 
+    from .vendor import VendorFileError, kinematic_only
+
+    try:
+        text = kinematic_only(text, source)
+    except VendorFileError as err:
+        raise RobotModelError(str(err)) from err
     buffer = io.BytesIO(text.encode())
     buffer.name = source  # urchin resolves mesh paths relative to this
     try:
-        return urchin.URDF.load(buffer, lazy_load_meshes=True)
+        return urchin.URDF.load(buffer, lazy_load_meshes=True), text
     except Exception as err:  # lxml or urchin: both mean the file is unusable
         raise RobotModelError(f"malformed URDF {source}: {err}") from err
 
@@ -98,8 +104,8 @@ class ArmModel:
         tip: str | None = None,
         name: str | None = None,
     ):
-        robot = _parse(urdf_text, source)
-        self.urdf_text = urdf_text
+        robot, urdf_text = _parse(urdf_text, source)
+        self.urdf_text = urdf_text  # what the chain needs of the file (arm/vendor.py)
         self.source = source
         # where mesh files named relative to the URDF are looked for (a model folder adds the
         # folder of the URDF it was trained from)
