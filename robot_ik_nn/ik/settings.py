@@ -43,7 +43,7 @@ class IKSettings:
     far_iterations: int = 100  # LM iterations from each of them (a miss converges slowly)
     far_polish: int = 1000  # LM iterations more for the closest of them
     quat_tolerance: float = 1e-3  # |norm - 1| above this: the quaternion is rejected
-    warm_radius: float = 0.02  # weighted error (m) under which the warm start goes first
+    warm_radius: float = 0.05  # weighted error (m) under which the warm start goes first
     stop_fraction: float = 0.01  # iterate until the error is this fraction of the tolerance
     rng_seed: int = 0  # seeds the restarts' random numbers (reproducible answers)
     solution_attempts: int = 200  # seeds tried at most when several answers are asked for
