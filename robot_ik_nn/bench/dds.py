@@ -1,8 +1,9 @@
 """``robot-ik-nn bench --dds``: the inference node over DDS, measured from outside.
 
 Three processes, as on a robot: the inference node (started as ``ros2 run`` would), a client
-that plays the arm (``/joint_states`` at 50 Hz, mid-range joints) and sends random reachable
-targets (cold: each unrelated to the last) at 200 Hz, and a listener that stamps every
+that plays the arm (``/joint_states`` at 50 Hz, mid-range joints) and sends random reachable,
+self-collision-free targets (cold: each unrelated to the last) at 200 Hz, and a listener that
+stamps every
 ``joint_command`` on arrival. Both stamps come from the same monotonic clock (CLOCK_MONOTONIC,
 shared by every process), so latency is target published -> command received. Start-up is node
 process start -> first command received (the kernel cache already warm: a first run fills it).
@@ -33,10 +34,15 @@ def dds_latency(model, targets: int = 2000, rate_hz: float = 200.0, seed: int = 
     from ..ik.solver import Solver
     from ..nodes.common import RELIABLE
 
-    solver = Solver.load(model)
+    solver = Solver.load(model).with_settings(collision_check=True)
     arm = solver.arm
-    # reachable with the node's default joint_limit_margin; the last one: the start-up target
-    _, P, R = held_out_targets(arm, targets + 1, seed, margin=0.02)
+    # reachable with the node's default joint_limit_margin and clear of the arm itself (the node
+    # checks self-collision by default); the last one: the start-up target
+    q, P, R = held_out_targets(arm, 2 * targets + 10, seed, margin=0.02)
+    free = ~solver.collisions.in_collision_batch(q)
+    P, R = P[free][: targets + 1], R[free][: targets + 1]
+    if len(P) < targets + 1:
+        raise RuntimeError(f"only {len(P)} of {2 * targets + 10} random joints are collision-free")
     Q = matrix_to_quaternion(R)
     env = {
         **os.environ,
