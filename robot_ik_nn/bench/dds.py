@@ -3,10 +3,10 @@
 Three processes, as on a robot: the inference node (started as ``ros2 run`` would), a client
 that plays the arm (``/joint_states`` at 50 Hz, mid-range joints) and sends random reachable,
 self-collision-free targets (cold: each unrelated to the last) at 200 Hz, and a listener that
-stamps every
-``joint_command`` on arrival. Both stamps come from the same monotonic clock (CLOCK_MONOTONIC,
-shared by every process), so latency is target published -> command received. Start-up is node
-process start -> first command received (the kernel cache already warm: a first run fills it).
+stamps every ``joint_command`` on arrival. Both stamps come from the same monotonic clock
+(CLOCK_MONOTONIC, shared by every process), so latency is target published -> command
+received. Start-up is node process start -> first command received (the kernel cache already
+warm: a first run fills it).
 """
 
 from __future__ import annotations
