@@ -109,12 +109,18 @@ def test_tracking_stays_on_its_branch(solver):
     arm = solver.arm
     for seed in (100, 101):
         q_path, P, R = tracking_path(arm, solver.forward, 1000, seed=seed)
-        Q, last, answers = matrix_to_quaternion(R), q_path[0], []
-        for p, q in zip(P, Q):
-            answer = solver.solve(p, q, current=last, last=last)
-            assert answer.solved
-            answers.append(last := answer.q)
+        answers = track(solver, P, matrix_to_quaternion(R), q_path[0])
         assert np.abs(np.diff(answers, axis=0)).max() <= 0.2
+
+
+def track(solver, P, Q, start):
+    """Each target warm-started from the last answer; every one must be solved."""
+    last, answers = start, []
+    for p, q in zip(P, Q):
+        answer = solver.solve(p, q, current=last, last=last)
+        assert answer.solved
+        answers.append(last := answer.q)
+    return np.array(answers)
 
 
 def test_tracking_a_redundant_arm_beside_a_limit(panda):
@@ -122,11 +128,7 @@ def test_tracking_a_redundant_arm_beside_a_limit(panda):
     # the last answer converge slowly: it must not jump to another branch (it did, by 4.7 rad)
     solver = Solver(panda)
     q_path, P, R = tracking_path(panda, solver.forward, 400, seed=101)
-    Q, last, answers = matrix_to_quaternion(R), q_path[0], []
-    for p, q in zip(P, Q):
-        answer = solver.solve(p, q, current=last, last=last)
-        assert answer.solved
-        answers.append(last := answer.q)
+    answers = track(solver, P, matrix_to_quaternion(R), q_path[0])
     assert np.abs(np.diff(answers, axis=0)).max() <= 0.2
 
 
@@ -135,12 +137,7 @@ def test_a_continuous_joint_crosses_pi_without_a_turn(slider_arm):
     t = np.linspace(0, 1, 400)[:, None]
     q_path = np.hstack([2.6 + 1.2 * t, 0.05 + 0 * t, 0.4 - 0.3 * t])  # spin: 2.6 -> 3.8 rad
     P, _ = solver.forward(q_path)
-    last, answers = q_path[0], []
-    for p in P:
-        answer = solver.solve(p, current=last, last=last)
-        assert answer.solved
-        answers.append(last := answer.q)
-    answers = np.array(answers)
+    answers = track(solver, P, [None] * len(P), q_path[0])  # positions alone
     assert np.abs(np.diff(answers, axis=0)).max() <= 0.2
     assert answers[-1, 0] > math.pi  # went on past pi, not back by a whole turn
     without = Solver(slider_arm).solve(P[-1])  # no warm start: the wrapped angle

@@ -8,6 +8,7 @@ import pytest
 from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.arm.rotations import matrix_to_quaternion
 from robot_ik_nn.ik import collision, kernel, layout
+from robot_ik_nn.ik import spheres as cover
 from robot_ik_nn.ik.collision import CollisionModel
 
 ARMS = ["niryo_one", "inmoov_right_arm", "franka_panda", "kuka_iiwa"]
@@ -114,12 +115,12 @@ def test_spheres_contain_the_shapes():
         return np.all((d <= np.array([r for _, r in spheres]) + 1e-12).any(axis=1))
 
     half = np.array([0.3, 0.05, 0.02])
-    box = collision._box_spheres(half, 6)
+    box = cover._box_spheres(half, 6)
     assert 1 < len(box) <= 6
     assert covered(rng.uniform(-half, half, (5000, 3)), box)
     V = rng.normal(size=(200, 3)) * [0.2, 0.05, 0.03]  # a mesh's vertices: cover their hull
     w = rng.dirichlet(np.ones(200) * 0.05, 5000)
-    hull = collision._hull_spheres(V, 6)
+    hull = cover._hull_spheres(V, 6)
     assert covered(np.concatenate([V, w @ V]), hull)
     # recursive cuts: tilted, flat and cube-like sets; the hull's faces and edges hardest to cover
     tilt = np.linalg.qr(rng.normal(size=(3, 3)))[0]
@@ -132,10 +133,10 @@ def test_spheres_contain_the_shapes():
             tri = W[ConvexHull(W).simplices]
             points.append(np.einsum("fk,fkc->fc", rng.dirichlet(np.ones(3), len(tri)), tri))
         for n in (1, 4, 12):
-            spheres = collision._hull_spheres(W, n)
+            spheres = cover._hull_spheres(W, n)
             assert 1 <= len(spheres) <= n
             assert covered(np.concatenate(points), spheres)
-    many = collision._hull_spheres(V, 12)
+    many = cover._hull_spheres(V, 12)
     assert max(r for _, r in many) < max(r for _, r in hull)  # the cuts do tighten
 
 
