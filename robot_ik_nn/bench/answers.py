@@ -22,9 +22,9 @@ import time
 
 import numpy as np
 
-from ..arm.rotations import matrix_to_quaternion, rotation_angle
+from ..arm.rotations import matrix_to_quaternion, quaternion_to_matrix
 from ..evaluate import held_out_targets
-from .measure import one_cpu, tracking_path
+from .measure import judge, one_cpu, tracking_path
 
 
 def measure(model, targets: int = 10000, unreachable: int = 1000, paths: int = 8, **kw) -> dict:
@@ -109,14 +109,9 @@ def _score(solver, q, p, quat) -> float:
     """The weighted error every path ranks answers by, from our own forward kinematics."""
     if q is None or not np.all(np.isfinite(q)):
         return np.nan
-    reached, R = solver.forward(q)
-    pe = float(np.linalg.norm(reached[0] - p))
-    if quat is None:
-        return pe
-    from ..arm.rotations import quaternion_to_matrix
-
-    re = float(rotation_angle(R, quaternion_to_matrix(quat[None]))[0])
-    return solver.settings.score(pe, re)
+    R = None if quat is None else quaternion_to_matrix(np.asarray(quat)[None])
+    _, pe, re = judge(solver.forward, solver.arm, np.asarray(q)[None], p[None], R)
+    return float(solver.settings.score(pe[0], re[0]))
 
 
 def tracking(solver, paths: int, n: int = 1000) -> dict:
