@@ -12,7 +12,7 @@ PIP         := $(PY) -m pip
 STAMP       := $(VENV)/.installed
 # ROS 2 from PyPI when none is sourced (ROS_DISTRO unset); the [fastrtps] extra brings the middleware.
 ROS_WHEELS  := 'ros-rclpy[fastrtps]' ros-std-msgs ros-sensor-msgs ros-geometry-msgs ros-trajectory-msgs \
-               ros-visualization-msgs ros-diagnostic-msgs
+               ros-visualization-msgs ros-diagnostic-msgs ros-std-srvs
 
 .PHONY: install venv test lint train clean
 
@@ -30,7 +30,7 @@ endif
 ifndef ROS_DISTRO
 	$(PIP) install -q $(ROS_WHEELS)
 endif
-	$(PIP) install -q -e '.[train,serve,peers,test]'
+	$(PIP) install -q -e '.[train,serve,peers,hardware,test]'
 	@touch $@
 
 test: $(STAMP) lint

@@ -24,6 +24,9 @@ setup(
     extras_require={
         # serve: what a small computer beside a real arm needs beyond the base (the onnx backend)
         "serve": ["onnxruntime"],
+        # hardware: the real arms' client libraries (pyniryo for Ned, pyserial for InMoov servos)
+        # and pybullet, which the simulated arm and the emulators move
+        "hardware": ["pyniryo", "pyserial", "pybullet"],
         # train: install torch==2.13.0 (or your CUDA build) first: then this adds nothing
         "train": ["torch", "pybullet", "tqdm", "matplotlib", "tensorboard", "onnx", "onnxruntime"],
         # peers: the established solvers robot-ik-nn bench --peers compares against
@@ -43,6 +46,7 @@ setup(
         "console_scripts": [
             "robot-ik-nn = robot_ik_nn.cli:main",
             "sim_node = robot_ik_nn.nodes.sim_node:main",
+            "arm_node = robot_ik_nn.nodes.arm_node:main",
             "learner_node = robot_ik_nn.nodes.learner_node:main",
             "inference_node = robot_ik_nn.nodes.inference_node:main",
         ],

@@ -49,7 +49,7 @@ def test_link_frames_end_at_the_kernels_tip(name, slider_arm):
 @pytest.mark.parametrize("name", ARMS)
 def test_model_free_means_pybullet_free(name, models):
     """No false negatives on the enabled pairs; the false-positive rate is printed."""
-    from robot_ik_nn.sim import ArmSim
+    from robot_ik_nn.hardware.pybullet_arm import ArmSim
 
     arm, model = models(name)
     enabled = model.enabled_frame_pairs
@@ -204,7 +204,7 @@ def _targets(solver, n, seed, free):
 
 
 def test_answers_reported_solved_are_free_by_pybullet(checked):
-    from robot_ik_nn.sim import ArmSim
+    from robot_ik_nn.hardware.pybullet_arm import ArmSim
 
     P, Q = _targets(checked, 300, 51, free=True)  # made by free joints: a free answer exists
     result = checked.solve_batch(P, Q)

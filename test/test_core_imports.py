@@ -38,8 +38,8 @@ SERVING = [
 def _core_modules():
     names = ["robot_ik_nn"]
     for info in pkgutil.walk_packages(robot_ik_nn.__path__, "robot_ik_nn."):
-        if info.name.startswith("robot_ik_nn.nodes") or info.name == "robot_ik_nn.sim":
-            continue
+        if info.name.startswith(("robot_ik_nn.nodes", "robot_ik_nn.hardware")):
+            continue  # rclpy lives in nodes/; pybullet and vendor clients in hardware/
         names.append(info.name)
     return names
 
@@ -58,7 +58,7 @@ def _imported(modules, forbidden) -> list:
 def test_importing_the_core_pulls_in_neither_rclpy_nor_pybullet():
     modules = _core_modules()
     assert "robot_ik_nn.ik.kernel" in modules and "robot_ik_nn.arm.model" in modules
-    assert _imported(modules, ("rclpy", "pybullet")) == []
+    assert _imported(modules, ("rclpy", "pybullet", "pyniryo", "serial")) == []
 
 
 def test_serving_imports_no_torch():
@@ -66,5 +66,5 @@ def test_serving_imports_no_torch():
 
 
 def test_the_checks_themselves_see_what_they_look_for():
-    assert _imported(["robot_ik_nn.sim"], ("pybullet",)) == ["pybullet"]
+    assert _imported(["robot_ik_nn.hardware.pybullet_arm"], ("pybullet",)) == ["pybullet"]
     assert _imported(["robot_ik_nn.ik.batched"], ("torch",)) == ["torch"]

@@ -20,10 +20,10 @@ from trajectory_msgs.msg import JointTrajectory
 from robot_ik_nn.arm.kinematics import Kinematics
 from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.arm.rotations import matrix_to_quaternion, quaternion_to_matrix, rotation_angle
+from robot_ik_nn.hardware.pybullet_arm import ArmSim
 from robot_ik_nn.ik.settings import IKSettings
 from robot_ik_nn.ik.solver import Solver
 from robot_ik_nn.nodes.common import RELIABLE
-from robot_ik_nn.sim import ArmSim
 
 ARM = ArmModel.load("niryo_one")
 KIN = Kinematics(ARM, torch.float64)

@@ -7,7 +7,7 @@ import torch
 from robot_ik_nn.arm.kinematics import Kinematics
 from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.arm.rotations import quaternion_to_matrix, rotation_angle, rotation_error_vector
-from robot_ik_nn.sim import ArmSim
+from robot_ik_nn.hardware.pybullet_arm import ArmSim
 
 ARMS = ["niryo_one", "inmoov_right_arm", "franka_panda"]
 

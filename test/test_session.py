@@ -67,7 +67,8 @@ def test_params_files_use_the_ros_layout_and_name_real_parameters():
 
 def _declared(node: str) -> set[str]:
     """Parameter names a node declares, read from its source."""
-    tree = ast.parse((ROOT / "robot_ik_nn" / "nodes" / f"{node}.py").read_text())
+    source = {"sim_node": "arm_node"}.get(node, node)  # sim_node is arm_node with the sim
+    tree = ast.parse((ROOT / "robot_ik_nn" / "nodes" / f"{source}.py").read_text())
     return {
         c.args[1].value
         for c in ast.walk(tree)

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from robot_ik_nn.arm.model import ArmModel
-from robot_ik_nn.sim import ArmSim
+from robot_ik_nn.hardware.pybullet_arm import ArmSim
 
 LOAD = """
 import warnings; warnings.simplefilter("error")
 from robot_ik_nn.arm.model import ArmModel
-from robot_ik_nn.sim import ArmSim
+from robot_ik_nn.hardware.pybullet_arm import ArmSim
 arm = ArmModel.load({robot!r})
 ArmSim(arm).close()
 print("loaded", arm.dof)

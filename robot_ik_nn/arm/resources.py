@@ -15,7 +15,7 @@ PACKAGE = "robot_ik_nn"
 
 # Arms that can be named instead of given as a path: the package's own URDFs, and third-party
 # arms shipped with pybullet_data (path inside it, default tip link).
-BUILTIN_ROBOTS = ("niryo_one", "inmoov_right_arm")
+BUILTIN_ROBOTS = ("niryo_one", "inmoov_right_arm", "niryo_ned2")
 PYBULLET_ROBOTS = {
     "franka_panda": ("franka_panda/panda.urdf", "panda_hand"),
     "kuka_iiwa": ("kuka_iiwa/model.urdf", None),

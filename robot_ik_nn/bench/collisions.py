@@ -28,8 +28,8 @@ from .measure import judge, one_cpu
 
 
 def measure(model, targets: int = 10000, compare: int = 2000, brute: int = 200, **kw) -> dict:
+    from ..hardware.pybullet_arm import ArmSim
     from ..ik.solver import Solver
-    from ..sim import ArmSim
 
     say = kw.get("say") or (lambda text: None)
     plain = Solver.load(model)

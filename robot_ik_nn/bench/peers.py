@@ -104,7 +104,7 @@ class PyBulletIK:
     def __init__(self, arm, budget_s: float, pos_tol: float = 1e-3, rot_tol: float = 0.01):
         import pybullet as pb
 
-        from ..sim import ArmSim
+        from ..hardware.pybullet_arm import ArmSim
 
         self.pb, self.arm, self.budget = pb, arm, budget_s
         self.sim = ArmSim(arm)

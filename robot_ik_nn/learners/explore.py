@@ -39,7 +39,8 @@ class ExploreLearner(Learner):
         super().__init__(arm, net, config, device, seed)
         if net.config.heads != 1:
             raise ValueError("the explore learner trains one head; use --heads 1")
-        from ..sim import ArmSim  # the black box; imported here so the core stays free of pybullet
+        # the black box; imported here so the core stays free of pybullet
+        from ..hardware.pybullet_arm import ArmSim
 
         self.sim = ArmSim(arm)
         n_in = 3 + (9 if self.pose_mode else 0)

@@ -10,12 +10,18 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
+from .arm_node import ArmNode
 from .common import take_down
 from .inference_node import InferenceNode
 from .learner_node import LearnerNode
 from .sim_node import SimNode
 
-NODE_CLASSES = {"sim_node": SimNode, "learner_node": LearnerNode, "inference_node": InferenceNode}
+NODE_CLASSES = {
+    "sim_node": SimNode,
+    "arm_node": ArmNode,
+    "learner_node": LearnerNode,
+    "inference_node": InferenceNode,
+}
 
 
 def _overrides(parameters: dict) -> list[Parameter]:

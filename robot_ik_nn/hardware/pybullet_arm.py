@@ -1,4 +1,4 @@
-"""The PyBullet arm: the only module of the package that imports pybullet.
+"""The PyBullet arm: the simulator wrapper (the only home of pybullet) and its driver.
 
     with ArmSim("niryo_one") as sim:          # DIRECT (headless) unless gui=True
         sim.set_joints(q)                      # teleport
@@ -6,7 +6,9 @@
         sim.command(q_goal); sim.step(240)     # position control: the stand-in for hardware
         sim.snapshot("arm.png")
 
-One ``ArmSim`` owns one physics client, so several can live side by side.
+One ``ArmSim`` owns one physics client, so several can live side by side. ``PyBulletDriver``
+puts it behind the driver contract (driver.py), so the arm node drives the simulated arm
+exactly as it drives a real one; the emulators (emulators/) move one too.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pybullet as pb
 
-from .arm.model import ArmModel
+from ..arm.model import ArmModel
+from .driver import Driver, DriverError
 
 
 def _loadable_urdf(arm):
@@ -207,6 +210,17 @@ class ArmSim:
         for _ in range(int(n)):
             pb.stepSimulation(**self._pb_kwargs)
 
+    def settle(self, q, tol: float = 1e-4, seconds: float = 10.0) -> bool:
+        """Command ``q`` and step (simulated time, as fast as the CPU goes) until every joint is
+        within ``tol`` of it, or ``seconds`` of simulated time pass; whether it got there."""
+        q = self._check(q)
+        self.command(q)
+        for _ in range(int(seconds / self.time_step)):
+            self.step()
+            if np.max(np.abs(self.get_joints() - q)) <= tol:
+                return True
+        return False
+
     # -- pictures ------------------------------------------------------------------------------
     def snapshot(
         self,
@@ -269,3 +283,59 @@ class ArmSim:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+class PyBulletDriver(Driver):
+    """The simulated arm behind the driver contract. Each ``read`` advances the physics by the
+    wall-clock time since the last one (at most ``max_lag`` s), so the arm moves in real time at
+    whatever rate the bridge reads it."""
+
+    kind = "pybullet"
+
+    def __init__(self, arm, gui: bool = False, time_step: float = 1.0 / 240.0,
+                 initial=None, max_lag: float = 0.1):
+        super().__init__(arm)
+        self.gui, self.time_step, self.initial, self.max_lag = gui, time_step, initial, max_lag
+        self.sim: ArmSim | None = None
+        self._last = None
+
+    def connect(self) -> None:
+        import time
+
+        if self.sim is None:
+            self.sim = ArmSim(self.arm, gui=self.gui, time_step=self.time_step)
+            if self.initial is not None and len(self.initial) == self.arm.dof:
+                self.sim.set_joints(self.initial)
+        self._last = time.monotonic()
+
+    def _live(self) -> ArmSim:
+        if self.sim is None:
+            raise DriverError("pybullet: not connected")
+        return self.sim
+
+    def read(self) -> np.ndarray:
+        import time
+
+        sim = self._live()
+        now = time.monotonic()
+        behind = now - self._last
+        steps = int(min(behind, self.max_lag) / self.time_step)
+        sim.step(steps)
+        # a stalled caller does not make the arm race to catch up: time past max_lag is dropped
+        self._last = now if behind > self.max_lag else self._last + steps * self.time_step
+        return sim.get_joints()
+
+    def velocities(self) -> np.ndarray:
+        return self._live().get_velocities()
+
+    def write(self, q) -> None:
+        self._live().command(q)
+
+    def stop(self) -> None:
+        sim = self._live()
+        sim.command(sim.get_joints())
+
+    def close(self) -> None:
+        if self.sim is not None:
+            self.sim.close()
+            self.sim = None

@@ -1,0 +1,239 @@
+"""The drivers, the bridge and the emulators, in one process over real sockets and a real pty.
+
+Every driver talks to its emulator through the real protocol (the Ned driver through Niryo's own
+pyniryo); the bridge runs its real worker thread. What DDS adds is tested in test_deploy.py.
+"""
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from robot_ik_nn.arm.model import ArmModel
+from robot_ik_nn.hardware import inmoov as board
+from robot_ik_nn.hardware.bridge import Bridge, BridgeConfig
+from robot_ik_nn.hardware.driver import make_driver
+from robot_ik_nn.hardware.emulators import make, start
+
+# emulator kind -> driver kind
+PAIRS = {"niryo_one": "niryo_one_tcp", "niryo_ned": "niryo_ned", "inmoov_serial": "inmoov_serial"}
+FAULTS = int(os.environ.get("ROBOT_IK_NN_FAULTS", "500"))
+
+
+def _until(condition, timeout: float, what: str, step: float = 0.01) -> float:
+    start_time = time.monotonic()
+    while time.monotonic() - start_time < timeout:
+        if condition():
+            return time.monotonic() - start_time
+        time.sleep(step)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def _rig(kind, tmp_path, faults=0, port=0, link=None, **config):
+    link = link or (str(tmp_path / "servo_tty") if kind == "inmoov_serial" else None)
+    emulator = start(make(kind, port=port, faults=faults, link=link))
+    where = link if link else str(emulator.address[1])
+    driver = make_driver(PAIRS[kind], emulator.emulated.arm, port=where, timeout=0.1)
+    settings = {"rate": 50.0, "watchdog": 0.5, "reconnect_min": 0.05, "reconnect_max": 0.2}
+    bridge = Bridge(driver, BridgeConfig(**{**settings, **config})).start()
+    return emulator, bridge
+
+
+def _goal(arm, seed=0, share=0.5):
+    rng = np.random.default_rng(seed)
+    mid, half = arm.mid_range, (arm.upper - arm.lower) / 2
+    return mid + share * half * rng.uniform(-1, 1, arm.dof)
+
+
+def _stream(bridge, goal, seconds):
+    """Command ``goal`` afresh every 50 ms for ``seconds``, as the inference node's stream does."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        assert bridge.command(goal) == ""
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("kind", sorted(PAIRS))
+def test_nothing_moves_before_resume_then_the_arm_follows_a_stream(kind, tmp_path):
+    emulator, bridge = _rig(kind, tmp_path)
+    try:
+        arm = emulator.emulated.arm
+        _until(lambda: bridge.joints is not None, 5, "the first reading")
+        start_q = emulator.emulated.joints()
+        goal = _goal(arm, seed=1)
+        _stream(bridge, goal, 0.6)
+        assert emulator.emulated.goals == [], "moved before ~/resume"
+        assert np.allclose(emulator.emulated.joints(), start_q, atol=1e-3)
+        assert bridge.state()["message"].startswith("holding: stopped")
+
+        bridge.resume()
+        seconds = float(np.max(np.abs(goal - start_q) / bridge.step_limit)) / 50.0 + 2.0
+        _stream(bridge, goal, seconds)
+        assert np.max(np.abs(emulator.emulated.joints() - goal)) < 2e-3
+        assert emulator.emulated.bad_goals == 0
+        steps = np.diff(np.array(emulator.emulated.goals), axis=0)
+        quantum = 3e-4  # the servo frames carry 0.1 us = 1.7e-4 rad
+        assert np.all(np.abs(steps) <= bridge.step_limit + quantum), "a step past the limit"
+    finally:
+        bridge.close()
+        emulator.close()
+
+
+@pytest.mark.parametrize("kind", sorted(PAIRS))
+def test_watchdog_holds_and_stop_halts_within_one_period(kind, tmp_path):
+    emulator, bridge = _rig(kind, tmp_path, start_enabled=True)
+    try:
+        arm = emulator.emulated.arm
+        _until(lambda: bridge.joints is not None, 5, "the first reading")
+        far = np.where(np.abs(arm.lower) > np.abs(arm.upper), arm.lower, arm.upper) * 0.9
+        assert bridge.command(far) == ""  # once, then silence
+        time.sleep(0.5 + 0.3)
+        sent = len(emulator.emulated.goals)
+        time.sleep(0.5)
+        assert len(emulator.emulated.goals) <= sent + 1, "kept moving without fresh commands"
+        assert "watchdog" in bridge.state()["message"]
+        assert np.max(np.abs(bridge.joints - far)) > 0.1, "the test goal was too close"
+
+        # a stream, then ~/stop: no new goal reaches the arm after one command period
+        for _ in range(10):
+            bridge.command(far)
+            time.sleep(0.02)
+        bridge.stop()
+        time.sleep(1.0 / 50.0 + 0.03)
+        count = len(emulator.emulated.goals)
+        _stream_refused = [bridge.command(far) for _ in range(5)]
+        time.sleep(0.3)
+        assert _stream_refused == [""] * 5  # goals are taken, but not acted on
+        assert len(emulator.emulated.goals) <= count + 1  # at most the hold itself
+        assert not bridge.enabled
+    finally:
+        bridge.close()
+        emulator.close()
+
+
+@pytest.mark.parametrize("kind", sorted(PAIRS))
+def test_malformed_replies_leave_the_bridge_holding_and_reporting(kind, tmp_path):
+    emulator, bridge = _rig(kind, tmp_path, faults=FAULTS, start_enabled=True)
+    try:
+        arm = emulator.emulated.arm
+        seen = set()
+        goal = _goal(arm, seed=2, share=0.3)
+        deadline = time.monotonic() + 240
+        while emulator.faults.left > 0:
+            assert time.monotonic() < deadline, f"{emulator.faults.left} faults still unsent"
+            bridge.command(goal)
+            seen.add(bridge.state()["level"])
+            assert bridge._thread.is_alive()
+            time.sleep(0.02)
+        assert emulator.faults.sent == FAULTS
+        assert 2 in seen, "the faults were never reported"
+        assert emulator.emulated.bad_goals == 0, "something malformed reached the arm"
+        assert all(np.all(np.isfinite(g)) for g in emulator.emulated.goals)
+        # and once the replies are good again, the arm is driven as before
+        _until(lambda: bridge.joints is not None and bridge.state()["level"] < 2, 5, "a reading")
+        seconds = float(np.max(np.abs(goal - bridge.joints) / bridge.step_limit)) / 50 + 2
+        _stream(bridge, goal, seconds)
+        assert np.max(np.abs(emulator.emulated.joints() - goal)) < 2e-3
+        assert bridge.state()["level"] == 0
+    finally:
+        bridge.close()
+        emulator.close()
+
+
+@pytest.mark.parametrize("kind", sorted(PAIRS))
+def test_a_lost_arm_is_reported_then_reconnected_without_the_stale_goal(kind, tmp_path):
+    emulator, bridge = _rig(kind, tmp_path, start_enabled=True)
+    port = emulator.address[1] if hasattr(emulator, "address") else None
+    link = getattr(emulator, "link", None)
+    try:
+        arm = emulator.emulated.arm
+        goal = _goal(arm, seed=3)
+        _stream(bridge, goal, 0.3)
+        emulator.close()  # switched off mid-move
+        lost = _until(lambda: not bridge.connected, 2, "the loss to be noticed")
+        assert lost <= 0.5, f"the loss was reported after {lost:.2f} s"
+        assert bridge.state()["level"] == 2 and "lost" in bridge.state()["message"]
+        time.sleep(0.7)  # the last goal is now older than the watchdog
+        emulator = start(make(kind, port=port or 0, link=link))
+        _until(lambda: bridge.connected, 5, "the reconnection")
+        time.sleep(0.5)
+        assert emulator.emulated.goals == [], "the stale goal was sent after reconnecting"
+        assert bridge.connections == 2
+        _stream(bridge, goal, 0.5)
+        assert emulator.emulated.goals, "fresh goals move the arm again"
+    finally:
+        bridge.close()
+        emulator.close()
+
+
+def test_goals_outside_the_limits_or_malformed_are_refused_by_name(niryo):
+    class Still:
+        arm = niryo
+
+    bridge = Bridge(Still())
+    assert "outside their limits" in bridge.command(niryo.upper + 0.1)
+    assert "non-finite" in bridge.command([np.nan] * 6)
+    assert "5 values for 6 joints" in bridge.command([0.0] * 5)
+    assert bridge.command(niryo.mid_range) == ""
+    assert bridge.refused == 3
+
+
+def test_calibration_template_loads_and_maps_servo_ranges_inside_the_urdf(tmp_path, inmoov):
+    path = tmp_path / "inmoov.yaml"
+    path.write_text(inmoov_template := board.template(inmoov))
+    assert "gain" in inmoov_template and inmoov_template.startswith("#")
+    servos = board.load_calibration(path, inmoov)
+    assert [s.joint for s in servos] == inmoov.joint_names
+    for s, lo, hi in zip(servos, inmoov.lower, inmoov.upper):
+        a, b = s.joint_range()
+        assert lo - 1e-2 <= a < b <= hi + 1e-2, (s.joint, a, b, lo, hi)
+        assert s.joint_angle(s.degrees(0.3)) == pytest.approx(0.3)
+    # MyRobotLab's mapping: 90 deg -> round(90 * (2400 - 544) / 180 + 544) = 1472 us
+    assert round(servos[0].pulse(90.0)) == 1472
+
+
+@pytest.mark.parametrize(
+    "field, bad, message",
+    [
+        ("gain", "2", "gain must be 1 or -1"),
+        ("rest_deg", "400", "rest_deg 400.0 lies outside"),
+        ("pin", "2", "pin 2 must be 0..255 and not shared"),
+        ("offset", ".nan", "finite"),
+    ],
+)
+def test_bad_calibration_files_are_refused_by_name(tmp_path, inmoov, field, bad, message):
+    text = board.template(inmoov)
+    head, _, tail = text.partition("  r_shoulder_lift:")  # spoil the second joint's entry
+    lines = [f"    {field}: {bad}" if ln.strip().startswith(field + ":") else ln
+             for ln in tail.splitlines()]
+    path = tmp_path / "bad.yaml"
+    path.write_text(head + "  r_shoulder_lift:" + "\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=message):
+        board.load_calibration(path, inmoov)
+    with pytest.raises(ValueError, match="no calibration for joint 'r_wrist_roll'"):
+        board.load_calibration(text.split("  r_wrist_roll:")[0], inmoov)
+
+
+def test_frames_survive_garbage_between_them():
+    good = board.frame(board.WRITE, board.pulses_payload([(2, 1500.0), (3, 600.5)]))
+    # magic, size, method, count, (pin, hi, lo) x 2, checksum: written out by hand
+    assert good == bytes([0xAA, 8, 0x01, 2, 2, 0x3A, 0x98, 3, 0x17, 0x75,
+                          (1 + 2 + 2 + 0x3A + 0x98 + 3 + 0x17 + 0x75) & 0xFF])
+    reader = board.FrameReader()
+    spoiled = good[:-1] + bytes([good[-1] ^ 1])
+    frames = reader.feed(b"\x00\x13" + spoiled + b"\xaa\xff" + good + good[:4])
+    assert frames == [(board.WRITE, good[3:-1])]
+    assert board.parse_pulses(frames[0][1]) == [(2, 1500.0), (3, 600.5)]
+    assert reader.dropped >= 3
+    assert reader.feed(good[4:]) == [(board.WRITE, good[3:-1])]
+
+
+def test_a_driver_that_cannot_reach_its_arm_says_where(niryo):
+    driver = make_driver("niryo_one_tcp", niryo, host="127.0.0.1", port="1", timeout=0.2)
+    with pytest.raises(RuntimeError, match="127.0.0.1:1"):
+        driver.connect()
+    with pytest.raises(ValueError, match="serial device"):
+        make_driver("inmoov_serial", ArmModel.load("inmoov_right_arm"))
+    with pytest.raises(ValueError, match="unknown driver 'ur5'"):
+        make_driver("ur5", niryo)
