@@ -145,6 +145,18 @@ def gate_command(
     return Command(q.copy(), max(duration, float(min_duration)))
 
 
+READING_NOISE = 1e-3  # rad (m): how far past a limit a joint reading may lie and still count
+
+
+def start_of_stream(current, bounds: JointBounds) -> np.ndarray:
+    """The first setpoint of a stream: the joints read, put back on a limit they lie a reading's
+    noise past (a servo at its end stop reads a hair beyond it); farther out, left as read, so
+    that :func:`stream_step` refuses to move from there."""
+    c = np.asarray(current, dtype=float)
+    inside = np.clip(c, bounds.lower, bounds.upper)
+    return inside if np.all(np.abs(inside - c) <= READING_NOISE) else c
+
+
 def stream_step(setpoint, goal, bounds: JointBounds, dt: float) -> np.ndarray | None:
     """The next setpoint from ``setpoint`` toward ``goal``: each joint moves at most
     ``velocity * dt``, and the goal itself is returned once it is within reach.

@@ -28,6 +28,7 @@ def test_stream_mode_sends_rate_limited_setpoints_ending_at_the_solution(niryo_m
             "stream": "true",
             "stream_rate": 100.0,
             "speed_scale": 0.5,
+            "stream_hold": 0.0,  # this arm never moves: no repeating the goal until it does
         },
     )
     probe = Probe("stream_probe")

@@ -9,6 +9,7 @@ import pytest
 
 from robot_ik_nn.arm.model import ArmModel, RobotModelError
 from robot_ik_nn.arm.resources import pybullet_data_path
+from robot_ik_nn.bench.vendor_arms import ARMS  # every arm URDF in pybullet_data
 from robot_ik_nn.ik.solver import Solver
 
 CHAIN = """<link name="base"/><link name="l1"/><link name="l2"/>
@@ -82,16 +83,6 @@ def test_a_real_error_in_the_chain_is_still_refused(tmp_path, kwargs, message):
         ArmModel.load(path)
 
 
-ARMS = {  # every arm in pybullet_data (legged robots and cars are not arms), with its tip
-    "kuka_iiwa/model.urdf": None,
-    "kuka_iiwa/model_for_sdf.urdf": None,
-    "kuka_iiwa/model_free_base.urdf": None,
-    "kuka_iiwa/model_vr_limits.urdf": None,
-    "xarm/xarm6_robot.urdf": None,
-    "xarm/xarm6_robot_white.urdf": None,
-    "xarm/xarm6_with_gripper.urdf": "xarm_gripper_base_link",
-    "franka_panda/panda.urdf": "panda_hand",
-}
 
 
 @pytest.mark.parametrize("relative", sorted(ARMS))
@@ -104,3 +95,19 @@ def test_every_arm_in_pybullet_data_loads_and_solves(relative):
     q = arm.lower + (arm.upper - arm.lower) * np.random.default_rng(0).random((5, arm.dof))
     P, _ = solver.forward(q)
     assert solver.solve_batch(P).solved.all()  # positions alone: every arm reaches them
+
+
+# one file per vendor family here (the others differ in limits or mass only); every arm, one
+# minute each: python -m robot_ik_nn.bench.vendor_arms (benchmarks/vendor_arms.json)
+@pytest.mark.parametrize(
+    "relative", ["kuka_iiwa/model.urdf", "xarm/xarm6_with_gripper.urdf", "franka_panda/panda.urdf"]
+)
+def test_vendor_arms_train_and_evaluate(relative, tmp_path):
+    from robot_ik_nn.evaluate import evaluate
+    from robot_ik_nn.training import TrainConfig, Trainer
+
+    config = TrainConfig(robot=str(pybullet_data_path() / relative), tip=ARMS[relative],
+                         steps=20, minutes=None, out=str(tmp_path / "m"), hidden=[32, 32])
+    Trainer(config, progress=False).run()
+    result = evaluate(tmp_path / "m", targets=100)
+    assert result["targets"] == 100 and result["refined"]["solve_rate"] >= 0.9, result

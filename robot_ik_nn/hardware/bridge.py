@@ -6,8 +6,9 @@ One worker thread owns the driver and, every command period (``1 / rate``):
   ``reconnect_max`` seconds; a goal heard before a connection was lost is dropped, never sent;
 - reads the joints (a failed read: the connection is lost, the arm holds, the state says why);
 - when enabled and the newest goal is younger than ``watchdog`` seconds, sends a setpoint that
-  moves each joint at most ``velocity * velocity_scale / rate`` toward it; otherwise holds where
-  the arm is (``driver.stop()`` once) and never replays an old goal.
+  moves each joint at most ``velocity * velocity_scale * dt`` toward it (``dt``: the time since
+  the last period began, at most two periods, so a slow device is not also slowed down);
+  otherwise holds where the arm is (``driver.stop()`` once) and never replays an old goal.
 
 Goals are checked when they arrive, against the URDF's joint limits and the driver's own (an
 InMoov servo's range): a goal with a wrong count, a NaN, or outside the limits is refused with
@@ -53,11 +54,13 @@ class Bridge:
             lo, hi = driver.joint_limits()
             self.lower, self.upper = np.maximum(self.lower, lo), np.minimum(self.upper, hi)
         velocity = np.where(np.isfinite(arm.velocity_limits), arm.velocity_limits, 1.0)
-        self.step_limit = velocity * self.config.velocity_scale / self.config.rate
+        self.speed = velocity * self.config.velocity_scale  # rad/s (m/s) per joint
+        self.step_limit = self.speed / self.config.rate  # per command period
         self._lock = threading.Lock()
         self._goal = None  # (joints, time received)
         self._setpoint = None
         self._moving = False
+        self._acted = None  # when the last setpoint was computed
         self.enabled = bool(self.config.start_enabled)
         self.connected = False
         self.joints = None
@@ -187,8 +190,12 @@ class Bridge:
             self.config.watchdog == 0 or now - goal[1] <= self.config.watchdog
         )
         if enabled and fresh:
+            period = 1.0 / self.config.rate
+            dt = period if self._acted is None else min(now - self._acted, 2 * period)
+            self._acted = now
             start = self._setpoint if self._setpoint is not None else self.joints
-            step = np.clip(goal[0] - start, -self.step_limit, self.step_limit)
+            reach = self.speed * max(dt, 0.0)
+            step = np.clip(goal[0] - start, -reach, reach)
             setpoint = np.clip(start + step, self.lower, self.upper)
             if self._moving and np.array_equal(setpoint, self._setpoint):
                 return  # there already: the device holds its last goal
@@ -197,6 +204,8 @@ class Bridge:
         elif self._moving:
             self.driver.stop()
             self._setpoint, self._moving = None, False
+        if not (enabled and fresh):
+            self._acted = None
 
     # -- what the node reports ---------------------------------------------------------------
     def state(self) -> dict:

@@ -54,7 +54,8 @@ class ArmNode(Node):
         scale = declare(self, "velocity_scale", 1.0, "share of the URDF's velocity limits",
                         lo=0.01, hi=1.0, **ro)
         controller = declare(self, "controller", "arm_controller",
-                             "trajectory topic prefix: <controller>/joint_trajectory", **ro)
+                             "trajectory topic prefix: <controller>/joint_trajectory "
+                             "('' = take joint_command only)", **ro)
         gui = declare(self, "gui", False, "pybullet: open the window (needs a display)", **ro)
         initial = declare(self, "initial_joints", [0.0],
                           "pybullet: joint values at start ([0.0] = all zero)", **ro)
@@ -80,9 +81,10 @@ class ArmNode(Node):
         self.marker_pub = self.create_publisher(MarkerArray, "~/markers", RELIABLE)
         self.status_pub = self.create_publisher(DiagnosticArray, "~/status", RELIABLE)
         self.create_subscription(JointState, "joint_command", self.on_command, RELIABLE)
-        self.create_subscription(
-            JointTrajectory, f"{controller}/joint_trajectory", self.on_trajectory, RELIABLE
-        )
+        if controller:
+            self.create_subscription(
+                JointTrajectory, f"{controller}/joint_trajectory", self.on_trajectory, RELIABLE
+            )
         self.create_subscription(PoseStamped, "target_pose", self.on_target, RELIABLE)
         self.create_service(Trigger, "~/stop", self.on_stop)
         self.create_service(Trigger, "~/resume", self.on_resume)
@@ -91,7 +93,8 @@ class ArmNode(Node):
         self.get_logger().info(
             f"{self.arm.name} ({self.arm.dof} joints) through {driver.describe()} at "
             f"{self.rate:g} Hz; {'enabled' if enabled else 'holding until ~/resume'}; "
-            f"watchdog {watchdog:g} s; trajectories on {controller}/joint_trajectory"
+            f"watchdog {watchdog:g} s"
+            + (f"; trajectories on {controller}/joint_trajectory" if controller else "")
         )
 
     # -- inputs -----------------------------------------------------------------------------------

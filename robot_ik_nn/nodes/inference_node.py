@@ -34,7 +34,7 @@ from ..ik.seeds import BACKENDS
 from ..ik.settings import ORDERS, IKSettings
 from ..ik.solver import Solver
 from ..ik.targets import BEST_EFFORT, REJECTED, SOLVED, STATUS
-from ..safety import JointBounds, check_target, gate_command, stream_step
+from ..safety import JointBounds, check_target, gate_command, start_of_stream, stream_step
 from .common import (
     RELIABLE,
     declare,
@@ -112,8 +112,17 @@ class InferenceNode(Node):
             "stream",
             False,
             "joint_command carries rate-limited setpoints (for "
-            "controllers that do not interpolate) instead of the solution",
+            "controllers that do not interpolate) instead of the solution; the last one is "
+            "repeated until /joint_states shows the arm there (a watchdog's heartbeat)",
             read_only=True,
+        )
+        self.stream_hold = declare(
+            self,
+            "stream_hold",
+            5.0,
+            "with stream: seconds the goal is repeated at most while the arm gets there",
+            lo=0.0,
+            hi=60.0,
         )
         stream_rate = declare(
             self,
@@ -204,6 +213,7 @@ class InferenceNode(Node):
                     "future_tolerance",
                     "min_duration",
                     "joint_state_timeout",
+                    "stream_hold",
                     "accept_best_effort",
                     "choose",
                 )
@@ -235,6 +245,7 @@ class InferenceNode(Node):
         self.last_solution = None
         self.setpoint = None
         self.stream_goal = None
+        self.stream_arrived = None  # when the stream's setpoint reached its goal
         self.stream_dt = 1.0 / stream_rate
         self.counts = dict.fromkeys(STATUS, 0)
 
@@ -329,8 +340,8 @@ class InferenceNode(Node):
         # joint_command first: it is what a streaming controller waits for
         if self.stream:
             if self.stream_goal is None or self.setpoint is None:
-                self.setpoint = current
-            self.stream_goal = command.positions
+                self.setpoint = start_of_stream(current, self.bounds)
+            self.stream_goal, self.stream_arrived = command.positions, None
             self.on_stream_tick()
         else:
             self._send_joints(command.positions)
@@ -361,6 +372,14 @@ class InferenceNode(Node):
     def on_stream_tick(self) -> None:
         if self.stream_goal is None:
             return  # holding: nothing new to say
+        if self.stream_arrived is not None:  # the goal sent: repeat it until the arm is there
+            current, _ = self._current_joints()
+            there = current is not None and np.max(np.abs(current - self.stream_goal)) <= 1e-3
+            if there or time.monotonic() - self.stream_arrived > self.stream_hold:
+                self.stream_goal = self.stream_arrived = None
+            else:
+                self._send_joints(self.stream_goal)
+            return
         nxt = stream_step(self.setpoint, self.stream_goal, self.bounds, self.stream_dt)
         if nxt is None:
             self.get_logger().error("stream stopped: the safety gate refused the next setpoint")
@@ -369,7 +388,7 @@ class InferenceNode(Node):
         self._send_joints(nxt)
         self.setpoint = nxt
         if np.array_equal(nxt, self.stream_goal):
-            self.stream_goal = None
+            self.stream_arrived = time.monotonic()
 
     def report(
         self, outcome: str, reason: str, started: float, answer=None, duration=None

@@ -3,7 +3,9 @@
 ``Faults(n)`` spoils the first ``n`` replies, in turn: garbage, truncated, wrong length, NaN
 (each emulator decides what those mean in its own protocol); a test counts on this to prove that
 nothing malformed upsets the bridge. ``state_file`` (JSON, replaced atomically) holds the
-emulated arm's joints, so a test can check where the tool ended up without asking the bridge.
+emulated arm's joints, so a test can check where the tool ended up without asking the bridge;
+an emulator started again on the same file starts where the last one stopped, as a real arm
+that was switched off and on again stays where it was.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ class EmulatedArm:
         self.goals: list[np.ndarray] = []
         self.bad_goals = 0  # goals a real controller would have refused: must stay 0
         self.state_file = Path(state_file) if state_file else None
+        if self.state_file is not None and self.state_file.is_file():
+            joints = json.loads(self.state_file.read_text()).get("joints")
+            if joints is not None and len(joints) == arm.dof:
+                self.sim.set_joints(np.clip(joints, arm.lower, arm.upper))
         self.save()
 
     def joints(self) -> np.ndarray:

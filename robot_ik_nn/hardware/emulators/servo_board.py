@@ -12,6 +12,7 @@ import tty
 
 import numpy as np
 
+from ..calibration import load_calibration
 from ..inmoov import (
     ACK,
     READ,
@@ -19,7 +20,6 @@ from ..inmoov import (
     WRITE,
     FrameReader,
     frame,
-    load_calibration,
     parse_pulses,
     pulses_payload,
 )
