@@ -1,0 +1,175 @@
+"""The network drawn: the pure drawing (view/network_drawing.py), its markers on the learner
+node's ``~/network`` during a real ``robot-ik-nn launch train`` session, and what drawing costs
+the training."""
+
+from __future__ import annotations
+
+import signal
+import statistics
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from robot_ik_nn.view.network_drawing import draw, infrared
+
+PERIOD = 3.0  # the learner node's network_period default
+
+
+def test_infrared_palette_runs_dark_blue_red_yellow_white():
+    cold, warm, hot, white = infrared([0.0, 0.35, 0.7, 1.0])
+    assert cold[2] > cold[0] and cold[2] > cold[1] and cold.sum() < 0.5  # dark blue
+    assert warm[0] > 0.7 and warm[1] < 0.1  # red
+    assert hot[0] > 0.9 and hot[1] > 0.7 and hot[2] < 0.1  # yellow
+    np.testing.assert_allclose(white, 1.0)
+    brightness = infrared(np.linspace(0, 1, 50)).sum(axis=1)
+    assert np.all(np.diff(brightness) > 0)  # hotter is always brighter
+    np.testing.assert_allclose(infrared([-1.0, 2.0]), infrared([0.0, 1.0]))
+
+
+def test_drawing_places_every_neuron_and_the_strongest_connections():
+    rng = np.random.default_rng(0)
+    weights = [rng.normal(size=(16, 5)), rng.normal(size=(16, 16)), rng.normal(size=(8, 16))]
+    weights[1][3, 7] = 50.0  # one connection far stronger than the rest
+    d = draw(weights, top=40)
+    assert d.sizes == [5, 16, 16, 8]
+    assert d.positions.shape == (45, 3) and d.colors.shape == (45, 3)
+    assert len(np.unique(d.positions.round(9), axis=0)) == 45  # no two neurons on one spot
+    xs = [np.unique(d.positions[d.layer == k, 0]) for k in range(4)]
+    assert all(len(x) == 1 for x in xs) and np.all(np.diff([x[0] for x in xs]) > 0)
+    for k in range(4):  # the hottest neuron of every layer is white
+        assert d.heat[d.layer == k].max() == pytest.approx(1.0)
+    assert len(d.edges) == 40
+    assert np.all(d.layer[d.edges[:, 1]] == d.layer[d.edges[:, 0]] + 1)  # next layer only
+    strongest = np.argmax(np.abs(d.edge_weights))
+    assert d.edge_weights[strongest] == 50.0
+    assert tuple(d.edges[strongest]) == (5 + 7, 5 + 16 + 3)  # layer 1 neuron 7 -> layer 2 neuron 3
+    flat = np.sort(np.concatenate([np.abs(w).ravel() for w in weights]))[::-1]
+    np.testing.assert_allclose(np.sort(np.abs(d.edge_weights))[::-1], flat[:40])
+    # a neuron whose incoming weights grow gets hotter
+    weights[0][2] *= 10
+    assert draw(weights).heat[5 + 2] > d.heat[5 + 2]
+    with pytest.raises(ValueError, match="do not chain"):
+        draw([np.zeros((4, 3)), np.zeros((2, 5))])
+
+
+def _neurons(msg):
+    return [m for m in msg.markers if m.ns == "neurons"]
+
+
+def test_network_is_published_during_a_training_session(tmp_path):
+    pytest.importorskip("rclpy")
+    from ros_helpers import Probe
+    from test_training_session import DEEP, _session
+    from visualization_msgs.msg import MarkerArray
+
+    from robot_ik_nn import model_dir
+    from robot_ik_nn.nodes.network_markers import weight_matrices
+
+    probe = Probe("network_probe")
+    try:
+        probe.listen(MarkerArray, "/learner_node/network", DEEP)
+        out = tmp_path / "session_model"
+        proc = _session(out, 5)
+        try:
+            probe.wait_for(
+                lambda: len(probe.received["/learner_node/network"]) >= 3,
+                180,
+                "three drawings of the network",
+            )
+        finally:
+            proc.send_signal(signal.SIGINT)
+            output, _ = proc.communicate(timeout=120)
+        assert proc.returncode in (0, 130), output[-3000:]
+        drawings = probe.received["/learner_node/network"]
+    finally:
+        probe.close()
+    sizes = [w.shape[1] for w in weight_matrices(model_dir.load(out).net)[:1]]
+    sizes += [w.shape[0] for w in weight_matrices(model_dir.load(out).net)]
+    for msg in drawings:
+        neurons = _neurons(msg)
+        assert len(neurons) == sum(sizes)  # one marker per neuron
+        assert sorted(m.id for m in neurons) == list(range(sum(sizes)))
+        assert all(m.type == m.SPHERE and m.header.frame_id == "base_link" for m in neurons)
+        lines = [m for m in msg.markers if m.ns == "connections"]
+        assert len(lines) == 1 and len(lines[0].points) == 2 * 300
+    colours = [
+        np.array([(m.color.r, m.color.g, m.color.b) for m in _neurons(msg)]) for msg in drawings
+    ]
+    changed = [np.abs(b - a).max() for a, b in zip(colours[1:], colours[2:])]
+    assert max(changed) > 1e-4, "the colours did not change between two refreshes"
+
+
+def _draw_once(net) -> float:
+    from robot_ik_nn.nodes.network_markers import to_markers, weight_matrices
+
+    started = time.perf_counter()
+    to_markers(draw(weight_matrices(net)), "base_link", None)
+    return time.perf_counter() - started
+
+
+def _trainer(tmp_path, name: str, seconds: float):
+    """The learner node's trainer with config/train.yaml's network (128, 128; 4 heads)."""
+    from robot_ik_nn.training import TrainConfig, Trainer
+
+    config = TrainConfig(
+        robot="niryo_one", minutes=seconds / 60, out=str(tmp_path / name), hidden=[128, 128]
+    )
+    return Trainer(config, progress=False)
+
+
+def _interleaved_rates(trainer, draw_every: float, window: float = 4.0, windows: int = 8):
+    """Training steps per minute in alternate windows without and with a drawing every
+    ``draw_every`` seconds, in one training run (so the machine's other load and the run's
+    warm-up fall on both alike)."""
+    from robot_ik_nn.nodes.network_markers import to_markers, weight_matrices
+
+    drawing_on, stop = threading.Event(), threading.Event()
+
+    def drawing():
+        while not stop.wait(draw_every):
+            if drawing_on.is_set():
+                with trainer.lock:
+                    weights = weight_matrices(trainer.net)
+                to_markers(draw(weights), "base_link", None)
+
+    runner = threading.Thread(target=trainer.run, daemon=True)
+    runner.start()
+    painter = threading.Thread(target=drawing, daemon=True)
+    painter.start()
+    while trainer.step < 5:  # past the first steps' warm-up
+        time.sleep(0.1)
+    rates = {False: [], True: []}
+    try:
+        for k in range(windows):
+            on = k % 2 == 1
+            drawing_on.set() if on else drawing_on.clear()
+            step, started = trainer.step, time.perf_counter()
+            time.sleep(window)
+            rates[on].append((trainer.step - step) / (time.perf_counter() - started) * 60)
+    finally:
+        stop.set()
+        trainer.stop.set()
+        runner.join()
+    return statistics.mean(rates[False]), statistics.mean(rates[True])
+
+
+def test_drawing_costs_under_five_percent_of_training(tmp_path):
+    """Measured two ways: the time one drawing takes against the 3 s between drawings, and
+    training steps per minute with the drawing running ten times as often (0.3 s) against
+    none (what it costs at 0.3 s, divided by ten, is its cost at 3 s)."""
+    trainer = _trainer(tmp_path, "interleaved", 600.0)  # stopped after the windows
+    _draw_once(trainer.net)
+    once = statistics.median(_draw_once(trainer.net) for _ in range(5))
+    share = once / PERIOD
+    plain, busy = _interleaved_rates(trainer, PERIOD / 10)
+    lost_at_period = max(0.0, 1 - busy / plain) / 10
+    print(
+        f"\nnetwork drawing: {once * 1000:.1f} ms per drawing = {share:.2%} of a {PERIOD:g} s "
+        f"period; training {plain:.0f} steps/min without drawing, {busy:.0f} with a drawing "
+        f"every {PERIOD / 10:g} s (steps lost: {1 - busy / plain:.1%}), so "
+        f"{lost_at_period:.2%} at {PERIOD:g} s"
+    )
+    assert share <= 0.05
+    assert lost_at_period <= 0.05
