@@ -107,6 +107,7 @@ def save(
     training: dict | None = None,
     report: str | None = None,
     curve_png: bytes | None = None,
+    parents: list[dict] | None = None,
 ) -> Path:
     path = Path(path)
     blob = weights_bytes(net)
@@ -118,6 +119,8 @@ def save(
         "weights_sha256": _sha256(blob),
         "training": training or {},
     }
+    if parents:  # the models it started from (train --init) or was merged from (merge)
+        meta["parents"] = parents
     atomic_write(path / URDF, arm.urdf_text.encode())
     atomic_write(path / WEIGHTS, blob)
     atomic_write(
@@ -148,6 +151,21 @@ def read_meta(path: str | Path) -> dict:
             f"{path} has model format {meta.get('format')}; this version reads format {FORMAT}"
         )
     return meta
+
+
+def parent_record(folder: "ModelFolder | LoadedModel", role: str) -> dict:
+    """What a model folder says about a model it came from: name, path, arm, weights."""
+    meta = folder.meta
+    return {
+        "role": role,
+        "name": Path(folder.path).name,
+        "path": str(Path(folder.path).resolve()),
+        "robot": meta.get("robot"),
+        "fingerprint": meta["fingerprint"],
+        "weights_sha256": meta["weights_sha256"],
+        "mode": meta["network"]["mode"],
+        "region": meta.get("training", {}).get("region"),
+    }
 
 
 SHIPPED = (WEIGHTS, META, URDF, REPORT, CURVE, ONNX)

@@ -278,6 +278,53 @@ class IKNet(nn.Module):
             self.kinematics(q), q, pos, rot if self.config.mode == "pose" else None
         )
 
+    # -- transfer: start from another network ----------------------------------------------------
+    def adopt(self, other: "IKNet") -> list[str]:
+        """Copy ``other``'s weights (and its input scaling) wherever the shapes fit; the arm's
+        own buffers (limits, axes, the first joint's frame) stay this arm's. Returns the names
+        copied; refuses when nothing fits."""
+        mine, theirs = self.state_dict(), other.state_dict()
+        wanted = {n for n, _ in self.named_parameters()} | {"pos_center", "pos_scale"}
+        copied = [
+            n for n in mine if n in wanted and n in theirs and theirs[n].shape == mine[n].shape
+        ]
+        if not any(n in copied for n, _ in self.named_parameters()):
+            raise ValueError("no layer of the starting network fits this network's shapes")
+        with torch.no_grad():
+            for n in copied:
+                mine[n].copy_(theirs[n])
+        return copied
+
+    # -- a population of networks of this shape (the evolution learner) --------------------------
+    def flat_parameters(self) -> torch.Tensor:
+        """Every weight and bias in one vector (the order of ``parameters()``)."""
+        return torch.nn.utils.parameters_to_vector(self.parameters()).detach()
+
+    def load_flat(self, flat: torch.Tensor) -> None:
+        """Set every weight and bias from one vector (see :meth:`flat_parameters`)."""
+        with torch.no_grad():
+            torch.nn.utils.vector_to_parameters(flat.to(self.head.weight), self.parameters())
+
+    def population_candidates(
+        self, flat: torch.Tensor, pos: torch.Tensor, rot=None, current=None
+    ) -> torch.Tensor:
+        """Every head's joints (P, B, heads, dof) for P networks of this shape, one per row of
+        ``flat`` (P, n_parameters), on the same B targets: one batched pass (baddbmm)."""
+        x, psi = self.features(pos, rot, current)
+        P, h, at = flat.shape[0], x.expand(flat.shape[0], *x.shape), 0
+        linears = [m for m in self.body if isinstance(m, nn.Linear)] + [self.head]
+        for i, layer in enumerate(linears):
+            n_out, n_in = layer.weight.shape
+            w = flat[:, at : at + n_out * n_in].view(P, n_out, n_in)
+            b = flat[:, at + n_out * n_in : at + n_out * (n_in + 1)].view(P, 1, n_out)
+            at += n_out * (n_in + 1)
+            h = torch.baddbmm(b, h, w.transpose(1, 2))
+            if i < len(linears) - 1:
+                h = torch.nn.functional.silu(h)
+        raw = h.reshape(P, x.shape[0], self.config.heads, self.config.dof, 2)
+        sc = raw / torch.linalg.norm(raw, dim=-1, keepdim=True).clamp_min(1e-6)
+        return self.pairs_to_angles(sc, psi.expand(P, -1))
+
     def kinematics(self, like: torch.Tensor):
         """Forward kinematics in the dtype and on the device of ``like`` (built once each)."""
         from .arm.kinematics import Kinematics

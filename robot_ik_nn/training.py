@@ -10,10 +10,7 @@ budget and a fixed seed a run is reproducible bit for bit; a time budget depends
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-import shutil
 import sys
 import threading
 import time
@@ -22,18 +19,14 @@ from pathlib import Path
 
 import torch
 
-from . import model_dir
+from . import distributed, model_dir, run_files
 from .arm.model import ArmModel
 from .learners import LearnConfig, make_learner
+from .learners.base import parse_region
 from .network import IKNet, NetConfig
+from .run_files import CHECKPOINT, FIELDS, METRICS, TrainingError
 
-CHECKPOINT = "checkpoint.pt"
-METRICS = "metrics.csv"
-FIELDS = ["step", "time_s", "loss", "reward", "pos_mm", "rot_deg", "lr"]
-
-
-class TrainingError(RuntimeError):
-    pass
+__all__ = ["CHECKPOINT", "METRICS", "FIELDS", "TrainConfig", "Trainer", "TrainingError"]
 
 
 @dataclass
@@ -48,18 +41,23 @@ class TrainConfig:
     device: str = "cpu"
     out: str = "models/niryo_one"
     seed: int = 0
-    hidden: list[int] = field(default_factory=lambda: [128, 128])
-    heads: int | None = None  # candidate branches; None: 4 for the gradient learner, 1 for explore
+    hidden: list[int] | None = None  # None: [32, 32] for evolution, [128, 128] for the others
+    heads: int | None = None  # candidate branches; None: 4 for the gradient learner, else 1
     tracking: bool = False
     checkpoint_every: float = 30.0  # seconds
     log_every: int = 50  # steps
     learn: LearnConfig = field(default_factory=LearnConfig)
+    init: str | None = None  # a model folder to start from (transfer): its weights where they fit
+    region: list[str] | None = None  # bounds on target positions, e.g. ["y>0"]
 
     def __post_init__(self):
         if isinstance(self.learn, dict):
             self.learn = LearnConfig(**self.learn)
         if self.heads is None:
-            self.heads = 1 if self.learner == "explore" else 4
+            self.heads = 4 if self.learner == "gradient" else 1
+        if self.hidden is None:
+            self.hidden = [32, 32] if self.learner == "evolution" else [128, 128]
+        parse_region(self.region)  # refuse a malformed region now, not after loading the arm
         if self.minutes is None and self.steps is None:
             raise ValueError("give a budget: minutes or steps")
         if self.minutes is not None and not self.minutes > 0:
@@ -85,10 +83,13 @@ class Trainer:
         progress: bool = True,
         on_metrics=None,
         stop: threading.Event | None = None,
+        arm: ArmModel | None = None,
+        learner=None,
     ):
         self.config = config
         self.out = Path(config.out)
-        self.arm = ArmModel.load(config.robot, base=config.base, tip=config.tip)
+        self.arm = arm or ArmModel.load(config.robot, base=config.base, tip=config.tip)
+        self.parents: list[dict] = []
         self.device = torch.device(config.device)
         self.progress_bar = progress
         self.on_metrics = on_metrics  # called with each logged row (the learner node publishes it)
@@ -97,6 +98,7 @@ class Trainer:
         self.elapsed = 0.0
         self.history: list[dict] = []
         self.interrupted = False
+        self.rank, self.world = distributed.setup(config.device)  # (0, 1) outside torchrun
         self.lock = (
             threading.Lock()
         )  # held during each step: others may read the network between steps
@@ -104,21 +106,34 @@ class Trainer:
         net_config = NetConfig(
             self.arm.dof, config.mode, list(config.hidden), config.tracking, heads=config.heads
         )
-        self.net = IKNet.for_arm(self.arm, net_config, seed=config.seed).to(self.device)
-        self.learner = make_learner(
+        self.net = IKNet.for_arm(self.arm, net_config, seed=config.seed)
+        if config.init:
+            self._start_from(config.init)
+        self.net.to(self.device)
+        make = learner or make_learner  # merge.py brings its own (distillation from parents)
+        self.learner = make(
             config.learner, self.arm, self.net, config.learn, self.device, config.seed
         )
-        ckpt = self.out / CHECKPOINT
-        if resume and ckpt.exists():
-            self._load_checkpoint(ckpt)
-        elif ckpt.exists() and not force:
-            raise TrainingError(
-                f"{self.out} already holds a training run; pass --resume to continue it "
-                f"or --force to start over"
-            )
-        elif not resume:  # a fresh start: no rows or events from an earlier run in this folder
-            (self.out / METRICS).unlink(missing_ok=True)
-            shutil.rmtree(self.out / "tensorboard", ignore_errors=True)
+        self.learner.region = parse_region(config.region, self.device)
+        kind, payload = (None, None)
+        if self.rank == 0:  # what the folder says: load a checkpoint, start afresh, or refuse
+            kind, payload = run_files.begin(self.out, resume, force, self.device)
+        if self.world > 1:  # every rank does what rank 0 found (it alone reads the folder)
+            shared = [(kind, payload)]
+            torch.distributed.broadcast_object_list(shared, 0)
+            kind, payload = shared[0]
+        if kind == "error":
+            raise TrainingError(payload)
+        if kind == "load":
+            self._apply_checkpoint(payload)
+        distributed.attach(self.learner, self.rank, self.world, config.seed, self.step)
+
+    def _start_from(self, folder: str) -> None:
+        """Transfer: the weights of another model folder where the shapes fit (any arm: the
+        same one after a tool change or new limits, or one with as many joints)."""
+        parent = model_dir.load(folder)  # its own arm, rebuilt from the folder's URDF
+        copied = self.net.adopt(parent.net)
+        self.parents = [{**model_dir.parent_record(parent, "init"), "copied": copied}]
 
     # -- budget ---------------------------------------------------------------------------------
     @property
@@ -137,9 +152,16 @@ class Trainer:
         started = time.monotonic() - self.elapsed
         row = {}
         try:
-            while self.progress < 1.0 and not self.stop.is_set():
+            while True:
+                progress, stop = self.progress, self.stop.is_set()
+                if self.world > 1:  # rank 0's clock and Ctrl-C decide for every rank
+                    progress, stop = distributed.agree(progress, stop)
+                if progress >= 1.0 or stop:
+                    if stop:
+                        self.stop.set()
+                    break
                 with self.lock:
-                    metrics = self.learner.step(self.progress)
+                    metrics = self.learner.step(progress)
                 self.step += 1
                 self.elapsed = time.monotonic() - started
                 if self.step % self.config.log_every == 0:
@@ -152,7 +174,7 @@ class Trainer:
                         )
                 if bar is not None:
                     bar.update(self._bar_position() - bar.n)  # redraws at most once a second
-                if time.monotonic() - last_ckpt >= self.config.checkpoint_every:
+                if time.monotonic() - last_ckpt >= self.config.checkpoint_every and not self.rank:
                     self.save_checkpoint()
                     last_ckpt = time.monotonic()
         except KeyboardInterrupt:
@@ -164,13 +186,17 @@ class Trainer:
             if writer is not None:
                 writer.close()
         self.interrupted = self.interrupted or self.stop.is_set()
-        self.save_checkpoint()
-        path = self.save_model()
+        path = self.out
+        if self.rank == 0:  # rank 0 alone writes
+            self.save_checkpoint()
+            path = self.save_model()
         self.learner.close()
+        if self.world > 1:
+            distributed.finish()
         return path
 
     def _bar(self):
-        if not self.progress_bar:
+        if not self.progress_bar or self.rank:
             return None
         from tqdm import tqdm
 
@@ -195,6 +221,8 @@ class Trainer:
         )
 
     def _tensorboard(self):
+        if self.rank:
+            return None
         try:
             from torch.utils.tensorboard import SummaryWriter
         except ImportError:  # tensorboard is optional at run time; the CSV always has the metrics
@@ -205,14 +233,9 @@ class Trainer:
 
     def _log(self, row: dict, writer) -> None:
         self.history.append(row)
-        path = self.out / METRICS
-        path.parent.mkdir(parents=True, exist_ok=True)
-        new = not path.exists()
-        with path.open("a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
-            if new:
-                w.writeheader()
-            w.writerow(row)
+        if self.rank:
+            return
+        run_files.append_metrics(self.out, row)
         if writer is not None:
             for key in FIELDS[2:]:
                 if key in row:
@@ -231,46 +254,20 @@ class Trainer:
             "step": self.step,
             "elapsed": self.elapsed,
             "history": self.history,
+            "parents": self.parents,
         }
-        buffer = io.BytesIO()
-        torch.save(state, buffer)
-        path = self.out / CHECKPOINT
-        model_dir.atomic_write(path, buffer.getvalue())
-        return path
+        return run_files.save(self.out, state)
 
-    def _load_checkpoint(self, path: Path) -> None:
-        try:
-            state = torch.load(path, map_location=self.device, weights_only=True)
-        except Exception as err:  # noqa: BLE001 - any unreadable checkpoint gets the same message
-            raise TrainingError(f"cannot resume: {path} is unreadable ({err})") from err
+    def _apply_checkpoint(self, state: dict) -> None:
         saved = json.loads(state["config"])
-        if state["fingerprint"] != self.arm.fingerprint:
-            raise TrainingError(
-                f"cannot resume: {path} was trained on another arm (fingerprint mismatch)"
-            )
-        for key in ("mode", "learner", "hidden", "tracking", "heads"):
-            if saved.get(key, 1 if key == "heads" else None) != getattr(self.config, key):
-                raise TrainingError(
-                    f"cannot resume: the checkpoint has {key}={saved[key]!r}, "
-                    f"this run asks for {getattr(self.config, key)!r}"
-                )
+        run_files.check(self.out, state, saved, self.arm.fingerprint, self.config)
         self.net.load_state_dict(state["net"])
         self.learner.load_state_dict(state["learner"])
+        self.parents = list(state.get("parents", []))
         self.step, self.elapsed = int(state["step"]), float(state["elapsed"])
         self.history = list(state["history"])
-        self._trim_metrics_csv()
-
-    def _trim_metrics_csv(self) -> None:
-        """Rows logged after the checkpoint were lost with the crash: drop them from the CSV."""
-        path = self.out / METRICS
-        if not path.exists():
-            return
-        with path.open(newline="") as f:
-            rows = [r for r in csv.DictReader(f) if int(r["step"]) <= self.step]
-        with path.open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
-            w.writeheader()
-            w.writerows(rows)
+        if self.rank == 0:
+            run_files.trim_metrics(self.out, self.step)
 
     # -- the model folder ------------------------------------------------------------------------
     def summary(self) -> dict:
@@ -282,11 +279,14 @@ class Trainer:
             "steps": self.step,
             "seconds": round(self.elapsed, 1),
             "device": str(self.device),
+            "processes": self.world,
             "seed": self.config.seed,
             "budget_minutes": self.config.minutes,
             "budget_steps": self.config.steps,
             "interrupted": self.interrupted,
             "batch_size": self.config.learn.batch_size,
+            "region": self.config.region,
+            "hyper_parameters": asdict(self.config.learn),
             "final_network": quick,
         }
 
@@ -301,4 +301,5 @@ class Trainer:
             summary,
             report=training_report(self.arm, self.config, summary),
             curve_png=curve_png(self.history, self.arm.name),
+            parents=self.parents,
         )

@@ -2,7 +2,7 @@
 
 ``LEARNERS`` is importable without torch (the command line lists it); the rest loads on use."""
 
-LEARNERS = ("gradient", "explore")
+LEARNERS = ("gradient", "explore", "evolution")
 
 
 def make_learner(name: str, *args, **kwargs):
@@ -14,6 +14,10 @@ def make_learner(name: str, *args, **kwargs):
         from .explore import ExploreLearner
 
         return ExploreLearner(*args, **kwargs)
+    if name == "evolution":
+        from .evolution import EvolutionLearner
+
+        return EvolutionLearner(*args, **kwargs)
     raise ValueError(f"unknown learner {name!r}; choose one of {', '.join(LEARNERS)}")
 
 

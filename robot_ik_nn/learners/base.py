@@ -8,7 +8,7 @@ checkpoints go and what is logged; ``progress`` (0 -> 1 over the budget) drives 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 
@@ -33,6 +33,78 @@ class LearnConfig:
     hindsight_weight: float = 0.1
     hindsight_until: float = 0.3
     losing_heads: float = 0.02
+    hint_weight: float = 0.1  # merge (distill.py): pull toward a better parent's answer
+    # explore learner (explore.py): attempts per target, targets per step, the fading share of
+    # random attempts and of quaternion noise (start -> end, reached at decay_until), replay
+    attempts: int = 8
+    explore_targets: int = 64
+    epsilon_start: float = 1.0
+    epsilon_end: float = 0.05
+    noise_start: float = 0.5  # radians of quaternion turn
+    noise_end: float = 0.02
+    decay_until: float = 0.5
+    buffer_size: int = 50_000
+    replay: int = 512
+    # evolution learner (evolution.py): population, elites kept unchanged, share of children
+    # made by crossover, mutation (share of genes, sigma start -> end), targets per generation;
+    # novelty search: weight, k nearest, probe targets, archive capacity, additions per generation
+    population: int = 96
+    elite: int = 4
+    crossover: float = 0.5
+    mutation_rate: float = 0.1
+    sigma: float = 0.05
+    sigma_final: float = 0.002
+    evolution_targets: int = 128
+    novelty: float = 0.0
+    novelty_k: int = 10
+    probes: int = 32
+    archive_size: int = 2000
+    archive_add: int = 2
+
+    def set(self, key: str, value: str) -> None:
+        """Set one hyper-parameter from text (``--learn KEY=VALUE``), typed by its default."""
+        names = {f.name: f for f in fields(self)}
+        if key not in names:
+            raise ValueError(
+                f"unknown learner setting {key!r}; known: {', '.join(sorted(names))}"
+            )
+        kind = type(getattr(LearnConfig(), key))
+        try:
+            setattr(self, key, kind(value))
+        except ValueError as err:
+            raise ValueError(f"--learn {key}={value}: expected a {kind.__name__}") from err
+
+    def update(self, pairs: list[str]) -> "LearnConfig":
+        """Apply ``KEY=VALUE`` strings; returns self."""
+        for pair in pairs or []:
+            key, sep, value = pair.partition("=")
+            if not sep:
+                raise ValueError(f"--learn expects KEY=VALUE, got {pair!r}")
+            self.set(key.strip(), value.strip())
+        return self
+
+
+def parse_region(conditions: list[str] | None, device="cpu"):
+    """``["y>0", "z<0.4"]`` -> (lower, upper) bounds on target positions (metres, base frame)."""
+    if not conditions:
+        return None
+    lo = torch.full((3,), -math.inf, device=device)
+    hi = torch.full((3,), math.inf, device=device)
+    for text in conditions:
+        t = text.replace(" ", "")
+        axis, op = t[:1], t[1:2]
+        try:
+            number = float(t[2:])
+        except ValueError:
+            number = None
+        if not axis or axis not in "xyz" or not op or op not in "<>" or number is None:
+            raise ValueError(f"region condition {text!r}: write it like y>0 or z<0.4")
+        i = "xyz".index(axis)
+        if op == ">":
+            lo[i] = max(float(lo[i]), number)
+        else:
+            hi[i] = min(float(hi[i]), number)
+    return lo, hi
 
 
 class Learner:
@@ -47,6 +119,8 @@ class Learner:
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.optimizer = torch.optim.Adam(net.parameters(), lr=config.lr)
         self.steps = 0
+        self.region: tuple[torch.Tensor, torch.Tensor] | None = None  # bounds on target positions
+        self.policy = net.candidates  # every head's joints; DDP's wrapper in several processes
 
     @property
     def pose_mode(self) -> bool:
@@ -70,10 +144,30 @@ class Learner:
         return lr
 
     def targets(self, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Reachable targets: forward kinematics of uniformly random joints (q, pos, rot)."""
+        """Reachable targets: forward kinematics of uniformly random joints (q, pos, rot),
+        kept only inside ``region`` when one is set (train --region)."""
         q = self.kin.sample(n, self.generator)
         pos, rot = self.kin.forward(q)
-        return q, pos, rot
+        if self.region is None:
+            return q, pos, rot
+        lo, hi = self.region
+        kept, count = [], 0
+        for _ in range(200):
+            inside = ((pos >= lo) & (pos <= hi)).all(-1)
+            kept.append((q[inside], pos[inside], rot[inside]))
+            count += int(inside.sum())
+            if count >= n:
+                q, pos, rot = (torch.cat(parts)[:n] for parts in zip(*kept))
+                return q, pos, rot
+            q = self.kin.sample(2 * n, self.generator)
+            pos, rot = self.kin.forward(q)
+        raise ValueError("the training region holds (almost) no reachable targets")
+
+    def sample_joints(self, n: int) -> torch.Tensor:
+        """Joints whose tool lies inside the region (uniform joints without one)."""
+        if self.region is None:
+            return self.kin.sample(n, self.generator)
+        return self.targets(n)[0]
 
     def current_joints(self, solution: torch.Tensor) -> torch.Tensor:
         """For tracking networks: a 'current' joint state near a known solution."""

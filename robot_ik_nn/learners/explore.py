@@ -27,16 +27,14 @@ from .base import Learner
 
 class ExploreLearner(Learner):
     name = "explore"
-    attempts = 8  # per target
-    targets_per_step = 64
-    epsilon = (1.0, 0.05)  # share of random attempts: start, end (reached at decay_until)
-    noise = (0.5, 0.02)  # radians of quaternion turn: start, end
-    decay_until = 0.5
-    buffer_size = 50_000
-    replay = 512
 
     def __init__(self, arm, net, config, device, seed):
         super().__init__(arm, net, config, device, seed)
+        c = config  # hyper-parameters: LearnConfig's explore section
+        self.attempts, self.targets_per_step, self.replay = c.attempts, c.explore_targets, c.replay
+        self.epsilon = (c.epsilon_start, c.epsilon_end)
+        self.noise = (c.noise_start, c.noise_end)
+        self.decay_until, self.buffer_size = c.decay_until, c.buffer_size
         if net.config.heads != 1:
             raise ValueError("the explore learner trains one head; use --heads 1")
         # the black box; imported here so the core stays free of pybullet
@@ -69,7 +67,7 @@ class ExploreLearner(Learner):
     def step(self, progress: float) -> dict:
         c, B, K = self.config, self.targets_per_step, self.attempts
         eps, sigma = self.schedule(progress)
-        t_pos, t_rot = self.reach(self.kin.sample(B, self.generator))
+        t_pos, t_rot = self.reach(self.sample_joints(B))
         rot_in = t_rot if self.pose_mode else None
 
         with torch.no_grad():

@@ -29,7 +29,7 @@ class GradientLearner(Learner):
         c = self.config
         q_star, pos, rot = self.targets(c.batch_size)
         current = self.current_joints(q_star) if self.net.config.tracking else None
-        q = self.net.candidates(pos, rot if self.pose_mode else None, current)  # (B, heads, dof)
+        q = self.policy(pos, rot if self.pose_mode else None, current)  # (B, heads, dof)
         p_q, r_q = self.kin.forward(q)
         d_pos, d_rot = pose_distances(
             p_q,
@@ -49,6 +49,8 @@ class GradientLearner(Learner):
             loss = loss + fade * pull.min(dim=1).values.mean()
         if current is not None:
             loss = loss + c.w_move * self.net.joint_distance(q, current.unsqueeze(1)).mean()
+        extra, notes = self.guidance(q, pos, rot, reward)
+        loss = loss + extra
         d_pos, d_rot = (
             torch.gather(d_pos, 1, won).squeeze(1),
             torch.gather(d_rot, 1, won).squeeze(1),
@@ -61,4 +63,9 @@ class GradientLearner(Learner):
             "pos_mm": float(d_pos.detach().median()) * 1000,
             "rot_deg": math.degrees(float(d_rot.detach().median())),
             "lr": lr,
+            **notes,
         }
+
+    def guidance(self, q, pos, rot, reward) -> tuple[torch.Tensor | float, dict]:
+        """An extra loss term and its metrics; none here (distill.py adds its parents' hints)."""
+        return 0.0, {}

@@ -1,0 +1,114 @@
+"""Merging networks: several model folders of one arm become one, by reward-driven distillation.
+
+    robot-ik-nn merge models/left models/right --out models/merged --minutes 3
+
+The parents may have been trained on different parts of the workspace (``train --region``): the
+merged network trains on targets from the union of their regions with the distill learner
+(learners/distill.py): the reward, plus each parent's answer as a hint where that parent does
+better. It starts from the weights of the parent whose answers score best by the reward on
+held-out targets of the whole workspace (``fresh=True``: from nothing). The merged
+folder is an ordinary model folder whose model.json lists its parents (name, path, fingerprint,
+SHA-256 of the weights, region). Networks of different arms, or of different modes, are refused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import model_dir
+from .learners import LearnConfig
+from .training import TrainConfig, Trainer
+
+
+class MergeError(ValueError):
+    """Parents that cannot become one network."""
+
+
+def check_parents(parents: list) -> None:
+    """Refuse fewer than two parents, parents of different arms, or of different modes."""
+    if len(parents) < 2:
+        raise MergeError("merge needs at least two model folders")
+    first = parents[0]
+    for other in parents[1:]:
+        if other.meta["fingerprint"] != first.meta["fingerprint"]:
+            raise MergeError(
+                f"cannot merge networks of different arms: {first.path} was trained on "
+                f"'{first.meta.get('robot')}' (fingerprint {first.meta['fingerprint'][:12]}), "
+                f"{other.path} on '{other.meta.get('robot')}' "
+                f"(fingerprint {other.meta['fingerprint'][:12]})"
+            )
+        if other.mode != first.mode:
+            raise MergeError(
+                f"cannot merge a {first.mode}-mode network ({first.path}) with a "
+                f"{other.mode}-mode one ({other.path})"
+            )
+
+
+def best_parent(parents: list, learn: LearnConfig, targets: int = 2000):
+    """The parent with the best mean reward on held-out targets of the whole workspace."""
+    import math
+
+    from .evaluate import network_errors
+
+    def cost(p):
+        e = network_errors(p.net, p.arm, targets=targets, seed=10_001)
+        rot = math.radians(e.get("rot_deg_median", 0.0))
+        return learn.w_pos * e["pos_mm_median"] / 1000 + learn.w_rot * rot
+
+    return min(parents, key=cost)
+
+
+def merge(
+    paths: list[str | Path],
+    out: str | Path,
+    *,
+    minutes: float | None = 3.0,
+    steps: int | None = None,
+    seed: int = 0,
+    fresh: bool = False,
+    learn: LearnConfig | None = None,
+    force: bool = False,
+    progress: bool = True,
+    stop=None,
+) -> Trainer:
+    """Train the merged network into ``out``; returns the finished trainer."""
+    parents = [model_dir.load(p) for p in paths]
+    check_parents(parents)
+    learn = learn or LearnConfig()
+    first = parents[0]
+    start = None if fresh else best_parent(parents, learn)
+    regions = [p.meta.get("training", {}).get("region") for p in parents]
+    net = first.net.config
+    config = TrainConfig(
+        robot=first.meta.get("robot") or first.arm.name,
+        base=first.arm.base,
+        tip=first.arm.tip,
+        mode=net.mode,
+        learner="distill",
+        minutes=minutes,
+        steps=steps,
+        out=str(out),
+        seed=seed,
+        hidden=list(net.hidden),
+        heads=net.heads,
+        tracking=net.tracking,
+        learn=learn,
+        init=None if start is None else str(start.path),
+    )
+
+    def make(name, arm, net_, learn_config, device, seed_):
+        from .learners.distill import DistillLearner
+
+        teachers = [p.net for p in parents]
+        return DistillLearner(
+            arm, net_, learn_config, device, seed_, teachers=teachers, regions=regions
+        )
+
+    trainer = Trainer(
+        config, force=force, progress=progress, stop=stop, arm=first.arm, learner=make
+    )
+    trainer.parents = [
+        {**model_dir.parent_record(p, "merged"), "started_from": p is start} for p in parents
+    ]
+    trainer.run()
+    return trainer

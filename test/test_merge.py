@@ -1,0 +1,92 @@
+"""train --region and robot-ik-nn merge: reward-driven distillation, parents recorded, arms kept
+apart."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from robot_ik_nn import model_dir
+from robot_ik_nn.cli import main
+from robot_ik_nn.learners import LearnConfig
+from robot_ik_nn.learners.base import parse_region
+from robot_ik_nn.learners.distill import DistillLearner
+from robot_ik_nn.learners.gradient import GradientLearner
+from robot_ik_nn.merge import MergeError, merge
+from robot_ik_nn.network import IKNet, NetConfig
+from robot_ik_nn.training import TrainConfig, Trainer
+
+LONG_TOOL = str(Path(__file__).parent / "data" / "niryo_one_long_tool.urdf")
+
+
+def _train(out, region=None, robot="niryo_one", steps=150):
+    config = TrainConfig(robot=robot, mode="position", steps=steps, minutes=None, out=str(out))
+    config.hidden, config.heads, config.region = [32, 32], 1, region
+    Trainer(config, progress=False).run()
+    return out
+
+
+@pytest.fixture(scope="module")
+def halves(tmp_path_factory):
+    root = tmp_path_factory.mktemp("halves")
+    return _train(root / "left", ["y>0"]), _train(root / "right", ["y<0"])
+
+
+def test_region_bounds_every_training_target(niryo):
+    net = IKNet.for_arm(niryo, NetConfig(niryo.dof, "position", [8]))
+    learner = GradientLearner(niryo, net, LearnConfig(), "cpu", seed=0)
+    learner.region = parse_region(["y>0.05", "z<0.3"])
+    _, pos, _ = learner.targets(500)
+    assert len(pos) == 500 and (pos[:, 1] > 0.05).all() and (pos[:, 2] < 0.3).all()
+    for bad in (["q>0"], ["y=0"], ["y>"], ["y>zero"]):
+        with pytest.raises(ValueError, match="region condition"):
+            parse_region(bad)
+    learner.region = parse_region(["z>5"])
+    with pytest.raises(ValueError, match="no reachable targets"):
+        learner.targets(10)
+
+
+def test_hints_come_only_from_a_parent_that_does_better(niryo, halves):
+    left = model_dir.load(halves[0]).net
+    fresh = IKNet.for_arm(niryo, NetConfig(niryo.dof, "position", [32, 32]))
+    config = LearnConfig(batch_size=256)
+    learner = DistillLearner(
+        niryo, fresh, config, "cpu", 0, teachers=[left], regions=[["y>0"], ["y<0"]]
+    )
+    _, pos, _ = learner.targets(256)
+    assert (pos[:128, 1] > 0).all() and (pos[128:, 1] < 0).all(), "the union of the regions"
+    assert learner.step(0.5)["hinted"] > 0.5  # a fresh network: the parent is better nearly always
+    twin = IKNet.for_arm(niryo, NetConfig(niryo.dof, "position", [32, 32]))
+    twin.load_state_dict(left.state_dict())
+    same = DistillLearner(niryo, twin, config, "cpu", 0, teachers=[left], regions=[None])
+    assert same.step(0.5)["hinted"] == 0.0  # never better than itself
+
+
+def test_merge_writes_an_ordinary_folder_that_names_its_parents(tmp_path, halves):
+    trainer = merge(list(halves), tmp_path / "merged", minutes=None, steps=60, progress=False)
+    meta = json.loads((tmp_path / "merged" / "model.json").read_text())
+    assert meta["training"]["learner"] == "distill"
+    records = meta["parents"]
+    assert [r["name"] for r in records] == ["left", "right"]
+    for record, folder in zip(records, halves):
+        parent = json.loads((folder / "model.json").read_text())
+        assert record["weights_sha256"] == parent["weights_sha256"]
+        assert record["fingerprint"] == parent["fingerprint"] == meta["fingerprint"]
+        assert record["role"] == "merged"
+    assert [r["region"] for r in records] == [["y>0"], ["y<0"]]
+    assert sum(r["started_from"] for r in records) == 1  # the parent that scores best
+    assert any(row.get("hinted", 0) > 0 for row in trainer.history)
+    loaded = model_dir.load(tmp_path / "merged")
+    assert loaded.net(torch.tensor([[0.2, 0.1, 0.3]])).shape == (1, 6)
+
+
+def test_networks_of_different_arms_are_refused(tmp_path, halves, capsys):
+    other = _train(tmp_path / "long", robot=LONG_TOOL, steps=2)
+    with pytest.raises(MergeError, match="different arms"):
+        merge([halves[0], other], tmp_path / "m", minutes=None, steps=1, progress=False)
+    argv = ["merge", str(halves[0]), str(other), "--out", str(tmp_path / "m"), "--steps", "1"]
+    assert main([*argv, "--quiet"]) == 2
+    assert "cannot merge networks of different arms" in capsys.readouterr().err
+    with pytest.raises(MergeError, match="at least two"):
+        merge([halves[0]], tmp_path / "m", minutes=None, steps=1, progress=False)
