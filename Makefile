@@ -1,6 +1,7 @@
 # robot_ik_nn — two commands on a fresh machine:
 #   make train   a ROS 2 training session for the Niryo One (full pose, CPU, < 5 min), then the eval table
-#   make test    lint (ruff, line length 99) and the whole test suite
+#   make test    lint (ruff, line length 99) and the whole test suite (the browser-page tests
+#                need chromium: apt-get install -y chromium; without it they skip and say so)
 # Both create .venv when it is missing and install what the package needs.
 
 PYTHON      ?= python3
@@ -30,7 +31,7 @@ endif
 ifndef ROS_DISTRO
 	$(PIP) install -q $(ROS_WHEELS)
 endif
-	$(PIP) install -q -e '.[train,serve,peers,hardware,test]'
+	$(PIP) install -q -e '.[train,serve,peers,hardware,view,test]'
 	@touch $@
 
 test: $(STAMP) lint

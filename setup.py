@@ -27,6 +27,8 @@ setup(
         # hardware: the real arms' client libraries (pyniryo for Ned, pyserial for InMoov servos)
         # and pybullet, which the simulated arm and the emulators move
         "hardware": ["pyniryo", "pyserial", "pybullet"],
+        # view: the browser page (robot-ik-nn view); its tests also need a chromium binary
+        "view": ["viser>=1.1", "yourdfpy"],
         # train: install torch==2.13.0 (or your CUDA build) first: then this adds nothing
         "train": ["torch", "pybullet", "tqdm", "matplotlib", "tensorboard", "onnx", "onnxruntime"],
         # peers: the established solvers robot-ik-nn bench --peers compares against

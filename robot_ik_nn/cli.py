@@ -5,7 +5,9 @@ robot-ik-nn eval models/niryo_one --targets 10000 [--json]
 robot-ik-nn solve models/niryo_one --xyz 0.25 0 0.3 --quat 0 0.7071 0 0.7071 [--json]
 robot-ik-nn bench models/niryo_one [--peers] [--json] [--out FILE]
 robot-ik-nn export models/niryo_one [--out niryo_one.tar.gz] [--onnx]
+robot-ik-nn merge models/left models/right --out models/merged [--minutes 3]
 robot-ik-nn launch train|inference|display [name:=value ...]     (needs rclpy)
+robot-ik-nn view models/niryo_one [--port 8080]    (a web page: needs viser, yourdfpy)
 """
 
 from __future__ import annotations
@@ -33,13 +35,20 @@ def _threads(value: int | None, torch: bool = False) -> None:
 
 
 def cmd_train(args) -> int:
-    _threads(args.threads, torch=True)
+    from .distributed import cpu_threads, world_from_env
+
+    if args.nproc and args.nproc > 1 and world_from_env()[1] == 1:
+        return _torchrun(args)
+    world = world_from_env()[1]
+    _threads(args.threads or (cpu_threads() if world > 1 else None), torch=True)
     from .learners import LearnConfig
     from .training import TrainConfig, Trainer
 
-    learn = LearnConfig()
+    learn = LearnConfig().update(args.learn)
     if args.batch_size:
         learn.batch_size = args.batch_size
+    if args.novelty is not None:
+        learn.novelty = args.novelty
     config = TrainConfig(
         robot=args.robot,
         base=args.base,
@@ -56,6 +65,8 @@ def cmd_train(args) -> int:
         tracking=args.tracking,
         checkpoint_every=args.checkpoint_every,
         learn=learn,
+        init=args.init,
+        region=args.region,
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -63,6 +74,8 @@ def cmd_train(args) -> int:
         config, resume=args.resume, force=args.force, progress=not args.quiet, stop=stop
     )
     path = trainer.run()
+    if trainer.rank:
+        return 0
     print(
         f"model saved to {path}"
         + (" (stopped early; resume with --resume)" if trainer.interrupted else "")
@@ -82,6 +95,46 @@ def cmd_train(args) -> int:
             )
         )
     return 0
+
+
+def cmd_merge(args) -> int:
+    _threads(args.threads, torch=True)
+    from .learners import LearnConfig
+    from .merge import merge
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    trainer = merge(
+        args.models,
+        args.out,
+        minutes=None if args.steps and args.minutes is None else (args.minutes or 3.0),
+        steps=args.steps,
+        seed=args.seed,
+        fresh=args.fresh,
+        learn=LearnConfig().update(args.learn),
+        force=args.force,
+        progress=not args.quiet,
+        stop=stop,
+    )
+    print(f"merged {len(args.models)} networks into {args.out}")
+    return 130 if trainer.interrupted else 0
+
+
+def _torchrun(args) -> int:
+    """``train --nproc N``: the same command in N processes under torchrun, on this machine."""
+    import subprocess
+
+    argv, rest, command = [], iter(args.argv), "train"
+    for word in rest:  # the same words less the command and "--nproc N" (or "--nproc=N")
+        if word == "--nproc":
+            next(rest)
+        elif word == command:
+            command = None  # only the first "train" is the command
+        elif not word.startswith("--nproc="):
+            argv.append(word)
+    run = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    run += ["--nproc-per-node", str(args.nproc), "-m", "robot_ik_nn.train", *argv]
+    return subprocess.call(run)
 
 
 def _stem(robot: str) -> str:
@@ -164,6 +217,13 @@ def cmd_bench(args) -> int:
         if not args.json:
             print(f"measuring: {text}", file=sys.stderr, flush=True)
 
+    if args.hardware:
+        from .bench import hardware
+
+        result = hardware.measure(args.model, args.hardware, args.hardware_targets, say=say)
+        _write(args.out, result, hardware.format_table(result))
+        print(json.dumps(result, indent=2) if args.json else hardware.format_table(result))
+        return 0 if result["reached"] == result["targets"] else 1
     if args.collisions:
         from .bench import collisions
 
@@ -248,6 +308,7 @@ def parser():
 
     commands = {
         "train": cmd_train,
+        "merge": cmd_merge,
         "eval": cmd_eval,
         "solve": cmd_solve,
         "bench": cmd_bench,
@@ -259,6 +320,7 @@ def parser():
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     from .arm.model import RobotModelError
     from .model_dir import ModelDirError
 

@@ -44,14 +44,41 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     )
     t.add_argument("--force", action="store_true", help="start over even if --out holds a run")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--hidden", type=int, nargs="+", default=[128, 128], help="hidden layer widths")
+    t.add_argument(
+        "--hidden",
+        type=int,
+        nargs="+",
+        default=None,
+        help="hidden layer widths (default 128 128; evolution: 32 32)",
+    )
     t.add_argument(
         "--heads",
         type=int,
         default=None,
-        help="candidate branches the network proposes per target (default 4; explore: 1)",
+        help="candidate branches the network proposes per target (default 4; explore and "
+        "evolution: 1)",
     )
     t.add_argument("--batch-size", type=int)
+    t.add_argument(
+        "--learn",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="learner hyper-parameters (LearnConfig), e.g. population=128 sigma=0.03",
+    )
+    t.add_argument(
+        "--novelty", type=float, help="evolution: weight of novelty search (default 0: off)"
+    )
+    t.add_argument("--init", metavar="MODEL_DIR", help="start from this model's weights")
+    t.add_argument(
+        "--nproc", type=int, help="train in N processes (torchrun, DistributedDataParallel)"
+    )
+    t.add_argument(
+        "--region",
+        nargs="+",
+        metavar="COND",
+        help="keep training targets inside bounds, e.g. --region 'y>0' 'z<0.4' (metres)",
+    )
     t.add_argument(
         "--tracking", action="store_true", help="also feed the current joints to the network"
     )
@@ -68,6 +95,19 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     )
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=commands["train"])
+
+    if "merge" in commands:
+        m = sub.add_parser("merge", help="merge model folders of one arm into one network")
+        m.add_argument("models", nargs="+", metavar="MODEL", help="two or more model folders")
+        m.add_argument("--out", required=True, help="the merged model folder")
+        m.add_argument("--minutes", type=float, help="time budget (default 3)")
+        m.add_argument("--steps", type=int, help="step budget")
+        m.add_argument("--seed", type=int, default=0)
+        m.add_argument("--fresh", action="store_true", help="start from nothing, not the best")
+        m.add_argument("--learn", nargs="+", default=[], metavar="KEY=VALUE")
+        m.add_argument("--force", action="store_true", help="overwrite a run in --out")
+        m.add_argument("--quiet", action="store_true", help="no progress bar")
+        m.set_defaults(func=commands["merge"])
 
     e = sub.add_parser("eval", help="evaluate a model folder on held-out targets")
     e.add_argument("model")
@@ -173,6 +213,13 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         help="measure only this: a free tool axis, targets outside the reach against a "
         "brute-force search, and tracking paths (the answers users ask for)",
     )
+    b.add_argument(
+        "--hardware",
+        choices=["niryo_one", "niryo_ned", "inmoov_right_arm"],
+        help="measure only this: the deploy session (dry run) driving that arm's emulator "
+        "through its real protocol, over DDS (needs rclpy)",
+    )
+    b.add_argument("--hardware-targets", type=int, default=200, help="targets for --hardware")
     b.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     b.add_argument(
         "--out", help="also write the JSON to this file (and the markdown table beside it)"
@@ -192,7 +239,14 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     la = sub.add_parser(
         "launch", help="run a ROS 2 session (the launch file's nodes) in one process"
     )
-    la.add_argument("session", choices=["train", "inference", "display"])
+    la.add_argument("session", choices=["train", "inference", "display", "deploy"])
     la.add_argument("arguments", nargs="*", metavar="name:=value")
     la.set_defaults(func=commands["launch"])
+
+    from .view.cli import add_parser as add_view  # the browser page (robot_ik_nn/view/)
+
+    add_view(sub)
+    from .hardware.cli import add_parsers as add_hardware  # calibrate, emulate
+
+    add_hardware(sub)
     return p

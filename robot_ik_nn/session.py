@@ -1,4 +1,5 @@
-"""The sessions: which nodes run, with which parameters (``train``, ``inference``, ``display``).
+"""The sessions: which nodes run, with which parameters (``train``, ``inference``, ``display``,
+``deploy``).
 
 One source of truth for both ways of starting them: the launch files in ``launch/`` turn
 :func:`plan` into launch_ros ``Node`` actions (a ROS install with ``ros2 launch``), and
@@ -37,6 +38,8 @@ COMMON = {
     "model_dir": Argument(
         "models/niryo_one", "model folder (written by train, served by inference)"
     ),
+    "view": Argument("false", "the browser page beside the session (robot-ik-nn view --ros)"),
+    "view_port": Argument("8080", "the page's port: http://127.0.0.1:<view_port>"),
 }
 
 ARGUMENTS = {
@@ -46,7 +49,25 @@ ARGUMENTS = {
     },
     "inference": {**COMMON, "use_sim": Argument("true", "run sim_node as the stand-in arm")},
     "display": {**COMMON},
+    "deploy": {
+        "arm": Argument("niryo_one", "the real arm: niryo_one, niryo_ned or inmoov_right_arm"),
+        "model_dir": COMMON["model_dir"],
+        "host": Argument("127.0.0.1", "the arm's address (Niryo One, Ned)"),
+        "port": Argument("", "TCP port or serial device; '' = the driver's (40001; InMoov: none)"),
+        "calibration": Argument("", "InMoov: the servo calibration YAML (robot-ik-nn calibrate)"),
+        "dry_run": Argument("false", "start the arm's emulator and drive it instead of the arm"),
+        "start_enabled": Argument("false", "move on targets at once (else after ~/resume)"),
+        "params_file": COMMON["params_file"],
+        "rviz": COMMON["rviz"],
+    },
 }
+# deploy's arm -> (driver, emulator, URDF)
+DEPLOY_ARMS = {
+    "niryo_one": ("niryo_one_tcp", "niryo_one", "niryo_one"),
+    "niryo_ned": ("niryo_ned", "niryo_ned", "niryo_ned2"),
+    "inmoov_right_arm": ("inmoov_serial", "inmoov_serial", "inmoov_right_arm"),
+}
+DRY_RUN_TTY = "/tmp/robot_ik_nn_inmoov_tty"  # the emulated servo board's terminal in a dry run
 
 
 @dataclass
@@ -58,6 +79,7 @@ class PlannedNode:
     arguments: list[str] = field(default_factory=list)
     package: str = "robot_ik_nn"
     ends_session: bool = False  # when it exits, the whole session ends
+    command: list[str] = field(default_factory=list)  # not a ROS node: a process to run
 
     @property
     def external(self) -> bool:
@@ -105,10 +127,10 @@ def load_params(path: str | Path) -> dict[str, dict]:
 
 def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]:
     """The nodes of a session, parameters resolved, in start order."""
-    from .arm.model import resolve_robot
-
     args = resolve_arguments(session, given or {})
     params = load_params(args["params_file"] or config_path(f"{session}.yaml"))
+    if session == "deploy":
+        return _deploy(args, params)
     robot, controller = args["robot"], args["controller"]
 
     def node(executable, **kwargs):
@@ -135,22 +157,63 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
         nodes += [inference] + ([sim] if _truthy(args["use_sim"]) else [])
     else:
         nodes.append(sim)
+    if _truthy(args["view"]):  # the browser page, a process beside the nodes (robot_ik_nn/view/)
+        from .view.cli import session_command
+
+        command = session_command(session, robot, args["model_dir"], args["view_port"])
+        nodes.append(PlannedNode("view", "view", command=command))
+    return nodes + _display(robot, args["rviz"])
+
+
+def _display(robot: str, rviz: str) -> list[PlannedNode]:
+    """robot_state_publisher (TF for RViz) and, when asked, RViz itself: ROS-install nodes."""
+    from .arm.model import resolve_robot
+
     urdf_file, _ = resolve_robot(robot)
-    nodes.append(
+    nodes = [
         PlannedNode(
             "robot_state_publisher",
             "robot_state_publisher",
             package="robot_state_publisher",
             parameters={"robot_description": Path(urdf_file).read_text()},
         )
-    )
-    if _truthy(args["rviz"]):
+    ]
+    if _truthy(rviz):
         nodes.append(
             PlannedNode(
                 "rviz2", "rviz2", package="rviz2", arguments=["-d", str(rviz_config(robot))]
             )
         )
     return nodes
+
+
+def _deploy(args: dict, params: dict) -> list[PlannedNode]:
+    """The inference node driving a real arm through arm_node; with dry_run, its emulator."""
+    if args["arm"] not in DEPLOY_ARMS:
+        raise SessionError(f"arm must be one of {', '.join(DEPLOY_ARMS)}, not '{args['arm']}'")
+    driver, emulator, robot = DEPLOY_ARMS[args["arm"]]
+    port = args["port"]
+    nodes = []
+    if _truthy(args["dry_run"]):
+        port = port or (DRY_RUN_TTY if driver == "inmoov_serial" else "40001")
+        where = ["--link", port] if driver == "inmoov_serial" else ["--port", port]
+        command = ["robot-ik-nn", "emulate", emulator, "--robot", robot, *where]
+        if args["calibration"]:
+            command += ["--calibration", args["calibration"]]
+        nodes.append(PlannedNode("emulator", f"{emulator}_emulator", command=command))
+    elif driver == "inmoov_serial" and not port:
+        raise SessionError("arm:=inmoov_right_arm needs port:= the serial device (/dev/ttyACM0)")
+    arm = PlannedNode("arm_node", "arm_node", parameters=dict(params.get("arm_node", {})))
+    arm.parameters.update(
+        robot=robot, driver=driver, host=args["host"], port=port,
+        calibration=args["calibration"], start_enabled=_truthy(args["start_enabled"]),
+    )
+    inference = PlannedNode(
+        "inference_node", "inference_node", parameters=dict(params.get("inference_node", {}))
+    )
+    inference.parameters.update(model_dir=args["model_dir"], robot=robot)
+    arm.remappings.append(("target_pose", "/inference_node/target_pose"))
+    return nodes + [arm, inference] + _display(robot, args["rviz"])
 
 
 def rviz_config(robot: str) -> Path:

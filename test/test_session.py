@@ -59,8 +59,9 @@ def test_params_files_use_the_ros_layout_and_name_real_parameters():
         "sim_node": _declared("sim_node"),
         "learner_node": _declared("learner_node"),
         "inference_node": _declared("inference_node"),
+        "arm_node": _declared("arm_node"),
     }
-    for name in ("train", "inference", "display"):
+    for name in ("train", "inference", "display", "deploy"):
         for node, params in load_params(ROOT / "config" / f"{name}.yaml").items():
             assert set(params) <= declared[node], (name, node, set(params) - declared[node])
 
@@ -78,7 +79,7 @@ def _declared(node: str) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("session", ["train", "inference", "display"])
+@pytest.mark.parametrize("session", ["train", "inference", "display", "deploy"])
 def test_launch_files_use_the_shared_plan_and_standard_actions(session):
     source = (ROOT / "launch" / f"{session}.launch.py").read_text()
     tree = ast.parse(source)
@@ -100,6 +101,7 @@ def test_launch_files_use_the_shared_plan_and_standard_actions(session):
         "LaunchDescription",
         "DeclareLaunchArgument",
         "EmitEvent",
+        "ExecuteProcess",
         "OpaqueFunction",
         "RegisterEventHandler",
         "OnProcessExit",
@@ -107,7 +109,8 @@ def test_launch_files_use_the_shared_plan_and_standard_actions(session):
         "LaunchConfiguration",
         "Node",
     }
-    assert set(ARGUMENTS[session]) >= {"robot", "model_dir", "params_file", "rviz", "controller"}
+    arm = {"arm"} if session == "deploy" else {"robot", "controller"}
+    assert set(ARGUMENTS[session]) >= {"model_dir", "params_file", "rviz"} | arm
 
 
 def _traj(names, points, stamp=0.0):
@@ -138,3 +141,20 @@ def test_trajectory_follower_interpolates_in_joint_order():
     assert not f.load(_traj(["a"], [([1.0], 1.0)]), [0.0, 0.0], now=0.0)  # missing joint b
     assert not f.load(_traj(["a", "b"], [([1.0, float("nan")], 1.0)]), [0.0, 0.0], now=0.0)
     assert f.sample(99.0).tolist() == [3.0, 4.0]  # a refused trajectory changes nothing
+
+
+def test_deploy_plan_drives_the_arm_through_its_driver_and_a_dry_run_adds_the_emulator():
+    nodes = {n.name: n for n in plan("deploy", {"arm": "niryo_ned", "host": "10.0.0.7"})}
+    assert list(nodes) == ["arm_node", "inference_node", "robot_state_publisher"]
+    arm = nodes["arm_node"].parameters
+    assert (arm["driver"], arm["robot"], arm["host"], arm["start_enabled"]) == (
+        "niryo_ned", "niryo_ned2", "10.0.0.7", False
+    )
+    assert arm["watchdog_timeout"] == 0.5 and nodes["inference_node"].parameters["stream"]
+    dry = plan("deploy", {"arm": "inmoov_right_arm", "dry_run": "true"})
+    assert dry[0].command[:3] == ["robot-ik-nn", "emulate", "inmoov_serial"]
+    assert dry[1].parameters["port"] == dry[0].command[dry[0].command.index("--link") + 1]
+    with pytest.raises(SessionError, match="needs port:= the serial device"):
+        plan("deploy", {"arm": "inmoov_right_arm"})
+    with pytest.raises(SessionError, match="arm must be one of"):
+        plan("deploy", {"arm": "ur5"})

@@ -4,7 +4,13 @@ Only standard launch / launch_ros actions are used. The plan (which nodes, which
 lives in robot_ik_nn/session.py, the same plan `robot-ik-nn launch` runs in one process.
 """
 
-from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
+from launch.actions import (
+    DeclareLaunchArgument,
+    EmitEvent,
+    ExecuteProcess,
+    OpaqueFunction,
+    RegisterEventHandler,
+)
 from launch.event_handlers import OnProcessExit
 from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration
@@ -19,6 +25,9 @@ def _actions(context, session):
     given = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS[session]}
     actions = []
     for spec in plan(session, given):
+        if spec.command:  # not a ROS node (an emulator in a dry run)
+            actions.append(ExecuteProcess(cmd=spec.command, name=spec.name, output="screen"))
+            continue
         node = Node(
             package=spec.package,
             executable=spec.executable,

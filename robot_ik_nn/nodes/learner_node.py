@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from dataclasses import fields
 
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
@@ -27,6 +28,7 @@ from ..learners import LEARNERS, LearnConfig
 from ..training import TrainConfig, Trainer
 from . import markers
 from .common import RELIABLE, declare, live_parameters, spin_node, status
+from .network_markers import NetworkMarkers
 
 
 class LearnerNode(Node):
@@ -67,6 +69,12 @@ class LearnerNode(Node):
             self, "demo_period", 3.0, "seconds between demo attempts", lo=0.1, hi=3600.0
         )
         live_parameters(self, {"demo_period": "demo_period"})
+        learn = LearnConfig()  # every learner hyper-parameter, as learn.<name> (read-only)
+        for item in fields(LearnConfig):
+            value = declare(
+                self, f"learn.{item.name}", getattr(learn, item.name), "see LearnConfig", **ro
+            )
+            setattr(learn, item.name, type(getattr(learn, item.name))(value))
 
         config = TrainConfig(
             robot=robot,
@@ -82,7 +90,7 @@ class LearnerNode(Node):
             hidden=list(hidden),
             heads=heads or None,
             checkpoint_every=ckpt,
-            learn=LearnConfig(),
+            learn=learn,
         )
         self.rows: queue.Queue = queue.Queue()
         self.trainer = Trainer(
@@ -100,6 +108,12 @@ class LearnerNode(Node):
         self.command_pub = self.create_publisher(JointState, "joint_command", RELIABLE)
         self.target_pub = self.create_publisher(PoseStamped, "~/demo_target", RELIABLE)
         self.marker_pub = self.create_publisher(MarkerArray, "~/markers", RELIABLE)
+        network_period = declare(  # ~/network: the network drawn for RViz (0: not drawn)
+            self, "network_period", 3.0, "seconds between drawings", lo=0.0, hi=3600.0, **ro
+        )
+        self.network = NetworkMarkers(
+            self, self.trainer, self.arm.base, self.arm.reach, network_period
+        )
         self.create_timer(0.2, self.publish_metrics)
         self.demo_timer = self.create_timer(self.demo_period, self.demo)
         self._demo_period_in_use = self.demo_period

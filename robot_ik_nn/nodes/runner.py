@@ -4,6 +4,7 @@ The nodes' callbacks are short (a training run has its own thread), so one threa
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import rclpy
@@ -34,10 +35,13 @@ def run(planned, args=None) -> int:
         args=args if args is not None else [sys.argv[0]]
     )  # name:=value are ours, not remaps
     executor = SingleThreadedExecutor()  # callbacks run inline: none is in flight when we stop
-    started = []
+    started, processes = [], []
     code = 0
     try:
         for spec in planned:
+            if spec.command:  # a process beside the nodes (the emulator of a dry run)
+                processes.append(_process(spec.command))
+                continue
             if spec.external:
                 print(
                     f"[launch] {spec.executable} skipped: it comes with a ROS 2 install "
@@ -67,4 +71,15 @@ def run(planned, args=None) -> int:
     finally:
         executor.shutdown(timeout_sec=5.0)  # no callback runs while the nodes are taken down
         take_down([node for _, node in reversed(started)])
+        for proc in processes:
+            proc.terminate()
+            proc.wait(10)
     return code
+
+
+def _process(command: list[str]) -> subprocess.Popen:
+    """Start ``command`` (``robot-ik-nn ...`` runs with this interpreter), output to ours."""
+    if command[0] == "robot-ik-nn":
+        command = [sys.executable, "-m", "robot_ik_nn.cli", *command[1:]]
+    print(f"[launch] starting {' '.join(command)}", file=sys.stderr)
+    return subprocess.Popen(command)
