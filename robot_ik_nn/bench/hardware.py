@@ -55,8 +55,12 @@ def deploy_run(model, arm_kind: str, targets: int = 200, seed: int = 5, kill_at:
     try:
         client.wait_for_status(timeout=60)
         client.wait_subscribed(timeout=60)
-        # nothing moves before ~/resume
-        client.send(P[0], matrix_to_quaternion(R[0]), arm.base)
+        # nothing moves before ~/resume; and the inference node's verdict on that target says the
+        # pipeline is up (DDS discovery can take seconds on a loaded machine)
+        end = time.monotonic() + 60
+        while not client.answers and time.monotonic() < end:
+            client.send(P[0], matrix_to_quaternion(R[0]), arm.base)
+            time.sleep(1.0)
         time.sleep(1.0)
         out["goals_before_resume"] = _read(state)["goals"]
         out["resume"] = client.call("resume")
@@ -136,7 +140,7 @@ def _arrive(solver, state: Path, P, R, timeout: float) -> tuple[float, float]:
             p, r = solver.forward(q)
             return float(np.linalg.norm(p[0] - P)), float(rotation_angle(r[0], R))
         still = still + 1 if last is not None and np.allclose(q, last, atol=1e-6) else 0
-        if still > 100:  # 2 s without motion: it is not coming
+        if still > 300:  # 6 s still, longer than the inference node repeats a goal: not coming
             break
         last = q
         time.sleep(0.02)
