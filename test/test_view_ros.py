@@ -120,7 +120,10 @@ def test_a_target_typed_in_the_page_drives_the_simulated_arm(trained):
             time.sleep(1.0)  # the probe may be a message or two behind the page
             latest = [dict(zip(m.name, m.position)) for m in probe.received["/joint_states"]]
             gaps = [np.abs(drawn - [m[n] for n in arm.joint_names]).max() for m in latest[-300:]]
-            assert min(gaps) <= DRAWN_ATOL, f"page {drawn} vs /joint_states: {min(gaps):.2e} rad"
+            # 4x the page test's bound: here the arm is still settling (the bridge steps it
+            # toward the goal each period) while the page and the probe each sample the states
+            bound = 4 * DRAWN_ATOL
+            assert min(gaps) <= bound, f"page {drawn} vs /joint_states: {min(gaps):.2e} rad"
             panel = _panel_joints(browser, arm.dof)
             assert (
                 min(np.abs(panel - [m[n] for n in arm.joint_names]).max() for m in latest[-300:])

@@ -237,7 +237,9 @@ class Bridge:
     def close(self) -> None:
         self._running.clear()
         if self._thread is not None:
-            self._thread.join(timeout=5.0)
+            self._thread.join(timeout=10.0)
+            if self._thread.is_alive():  # stuck in the driver: closing it now could crash it
+                return
         try:
             if self.connected and self._moving:
                 self.driver.stop()

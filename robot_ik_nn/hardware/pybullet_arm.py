@@ -13,6 +13,7 @@ exactly as it drives a real one; the emulators (emulators/) move one too.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -298,10 +299,16 @@ class PyBulletDriver(Driver):
         self.gui, self.time_step, self.initial, self.max_lag = gui, time_step, initial, max_lag
         self.sim: ArmSim | None = None
         self._last = None
+        # the bridge's thread steps the physics; closing from another thread must wait for it
+        self._lock = threading.RLock()
 
     def connect(self) -> None:
         import time
 
+        with self._lock:
+            self._connect(time)
+
+    def _connect(self, time) -> None:
         if self.sim is None:
             self.sim = ArmSim(self.arm, gui=self.gui, time_step=self.time_step)
             if self.initial is not None and len(self.initial) == self.arm.dof:
@@ -314,6 +321,10 @@ class PyBulletDriver(Driver):
         return self.sim
 
     def read(self) -> np.ndarray:
+        with self._lock:
+            return self._read()
+
+    def _read(self) -> np.ndarray:
         import time
 
         sim = self._live()
@@ -326,16 +337,20 @@ class PyBulletDriver(Driver):
         return sim.get_joints()
 
     def velocities(self) -> np.ndarray:
-        return self._live().get_velocities()
+        with self._lock:
+            return self._live().get_velocities()
 
     def write(self, q) -> None:
-        self._live().command(q)
+        with self._lock:
+            self._live().command(q)
 
     def stop(self) -> None:
-        sim = self._live()
-        sim.command(sim.get_joints())
+        with self._lock:
+            sim = self._live()
+            sim.command(sim.get_joints())
 
     def close(self) -> None:
-        if self.sim is not None:
-            self.sim.close()
-            self.sim = None
+        with self._lock:
+            if self.sim is not None:
+                self.sim.close()
+                self.sim = None
