@@ -13,6 +13,7 @@ robot-ik-nn view models/niryo_one [--port 8080]    (a web page: needs viser, you
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import math
 import os
@@ -320,6 +321,9 @@ def parser():
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if hasattr(signal, "SIGUSR1"):  # not on Windows
+        # `kill -USR1 PID` prints every thread's stack: what a run that will not stop is doing
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     from .arm.model import RobotModelError
     from .model_dir import ModelDirError

@@ -127,6 +127,12 @@ class Trainer:
         if kind == "load":
             self._apply_checkpoint(payload)
         distributed.attach(self.learner, self.rank, self.world, config.seed, self.step)
+        # imported here, by the thread that builds the trainer: a learner node runs ``run`` on
+        # its own thread, and an import there can meet a Ctrl-C in the main thread mid-import
+        self._writer_class = _summary_writer_class()
+        from tqdm import tqdm
+
+        self._tqdm = tqdm
 
     def _start_from(self, folder: str) -> None:
         """Transfer: the weights of another model folder where the shapes fit (any arm: the
@@ -198,13 +204,11 @@ class Trainer:
     def _bar(self):
         if not self.progress_bar or self.rank:
             return None
-        from tqdm import tqdm
-
         if self.config.steps:
             total, unit = self.config.steps, "step"
         else:
             total, unit = round(self.config.minutes * 60), "s"
-        return tqdm(
+        return self._tqdm(
             total=total,
             unit=unit,
             desc=f"training {self.arm.name} ({self.config.learner})",
@@ -223,11 +227,9 @@ class Trainer:
     def _tensorboard(self):
         if self.rank:
             return None
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:  # tensorboard is optional at run time; the CSV always has the metrics
+        if self._writer_class is None:
             return None
-        return SummaryWriter(
+        return self._writer_class(
             str(self.out / "tensorboard"), purge_step=self.step + 1 if self.step else None
         )
 
@@ -303,3 +305,12 @@ class Trainer:
             curve_png=curve_png(self.history, self.arm.name),
             parents=self.parents,
         )
+
+
+def _summary_writer_class():
+    """TensorBoard's writer, or None: tensorboard is optional (the CSV always has the metrics)."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        return None
+    return SummaryWriter

@@ -4,7 +4,6 @@ the training."""
 
 from __future__ import annotations
 
-import signal
 import statistics
 import threading
 import time
@@ -61,7 +60,7 @@ def _neurons(msg):
 def test_network_is_published_during_a_training_session(tmp_path):
     pytest.importorskip("rclpy")
     from ros_helpers import Probe
-    from test_training_session import DEEP, _session
+    from test_training_session import DEEP, _session, interrupt
     from visualization_msgs.msg import MarkerArray
 
     from robot_ik_nn import model_dir
@@ -79,8 +78,7 @@ def test_network_is_published_during_a_training_session(tmp_path):
                 "three drawings of the network",
             )
         finally:
-            proc.send_signal(signal.SIGINT)
-            output, _ = proc.communicate(timeout=120)
+            output = interrupt(proc)
         assert proc.returncode in (0, 130), output[-3000:]
         drawings = probe.received["/learner_node/network"]
     finally:

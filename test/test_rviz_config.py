@@ -5,7 +5,6 @@ which the sessions plan (a ROS-install node: not run where only the rclpy wheels
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 
 import pytest
@@ -49,7 +48,7 @@ def test_the_config_names_the_arm_markers_and_the_network():
 def test_every_named_topic_is_published_with_its_type(tmp_path):
     pytest.importorskip("rclpy")
     from ros_helpers import Probe
-    from test_training_session import _session
+    from test_training_session import _session, interrupt
 
     from robot_ik_nn.session import plan
 
@@ -69,9 +68,8 @@ def test_every_named_topic_is_published_with_its_type(tmp_path):
         except AssertionError:
             pytest.fail(f"not published: {sorted(set(ours) - set(graph))}")
     finally:
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=120)
         probe.close()
+        interrupt(proc)
     for topic, (display, kind) in ours.items():
         assert kind in graph[topic], f"{display}: {topic} carries {graph[topic]}, not {kind}"
     planned = {n.package: n.name for n in plan("train")}

@@ -37,6 +37,22 @@ def _session(out, minutes):
     )
 
 
+def interrupt(proc, timeout: float = 120.0) -> str:
+    """Ctrl-C the session and return its output; one that will not end fails the test with every
+    thread's stack (the CLI prints them on SIGUSR1)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        try:
+            output = proc.communicate(timeout=5)[0]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            output = proc.communicate()[0]
+        pytest.fail(f"the session did not end within {timeout:g} s of Ctrl-C:\n{output[-6000:]}")
+
+
 @pytest.fixture()
 def probe():
     p = Probe("session_probe")
@@ -94,8 +110,7 @@ def test_sigint_midway_saves_a_loadable_model(probe, tmp_path):
     probe.wait_for(
         lambda: sum(m.startswith("step ") for m in _messages(probe)) >= 3, 120, "training metrics"
     )
-    proc.send_signal(signal.SIGINT)
-    output, _ = proc.communicate(timeout=120)
+    output = interrupt(proc)
     assert proc.returncode in (0, 130), output[-3000:]
     loaded = model_dir.load(out)
     assert loaded.meta["training"]["interrupted"] is True

@@ -11,7 +11,9 @@ ends and on Ctrl-C; then the node ends.
 from __future__ import annotations
 
 import queue
+import sys
 import threading
+import traceback
 from dataclasses import fields
 
 import torch
@@ -213,10 +215,19 @@ class LearnerNode(Node):
             markers.reached_and_target(reached, target, self.arm.base, stamp, self.arm.reach)
         )
 
-    def close(self) -> None:
-        """Stop training (Ctrl-C or shutdown) and wait until the model folder is written."""
+    def close(self, wait: float = 60.0) -> None:
+        """Stop training (Ctrl-C or shutdown) and wait until the model folder is written: a few
+        seconds; past ``wait`` the trainer is reported stuck, with its stack, and left behind."""
         self.trainer.stop.set()
-        self.thread.join()
+        self.thread.join(wait)
+        if self.thread.is_alive():
+            frame = sys._current_frames().get(self.thread.ident)
+            stack = "".join(traceback.format_stack(frame)) if frame is not None else "?"
+            self.get_logger().error(
+                f"training did not stop within {wait:g} s of being asked, so its model was not "
+                f"saved (the last checkpoint in {self.trainer.out} resumes it); it was at:\n"
+                f"{stack}"
+            )
 
 
 def main(args=None) -> int:
