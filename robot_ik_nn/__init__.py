@@ -15,7 +15,7 @@ solver turns its proposals into exact joint angles.
     solver = robot_ik_nn.load(path, robot_ik_nn.IKSettings(pos_tol=1e-4, margin=0.02))
 
 Nothing here imports torch, rclpy or pybullet: ``import robot_ik_nn`` is light, and serving
-needs only the base install. Training (``robot_ik_nn.training``) needs torch; the ROS 2 nodes
+needs only the base install. Training (``robot_ik_nn.learn.training``) needs torch; the ROS 2 nodes
 (``robot_ik_nn.nodes``) need rclpy.
 """
 

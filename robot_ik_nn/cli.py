@@ -36,14 +36,14 @@ def _threads(value: int | None, torch: bool = False) -> None:
 
 
 def cmd_train(args) -> int:
-    from .distributed import cpu_threads, world_from_env
+    from .learn.distributed import cpu_threads, world_from_env
 
     if args.nproc and args.nproc > 1 and world_from_env()[1] == 1:
         return _torchrun(args)
     world = world_from_env()[1]
     _threads(args.threads or (cpu_threads() if world > 1 else None), torch=True)
-    from .learners import LearnConfig
-    from .training import TrainConfig, Trainer
+    from .learn.learners import LearnConfig
+    from .learn.training import TrainConfig, Trainer
 
     learn = LearnConfig().update(args.learn)
     if args.batch_size:
@@ -100,8 +100,8 @@ def cmd_train(args) -> int:
 
 def cmd_merge(args) -> int:
     _threads(args.threads, torch=True)
-    from .learners import LearnConfig
-    from .merge import merge
+    from .learn.learners import LearnConfig
+    from .learn.merge import merge
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -319,11 +319,19 @@ def parser():
     return build(commands, __doc__.split("\n")[0])
 
 
+def _stacks_on_sigusr1() -> None:
+    """`kill -USR1 PID` prints every thread's stack: what a run that will not stop is doing."""
+    if not hasattr(signal, "SIGUSR1"):  # Windows
+        return
+    try:
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    except (AttributeError, ValueError, OSError):  # stderr is no file (captured, embedded)
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if hasattr(signal, "SIGUSR1"):  # not on Windows
-        # `kill -USR1 PID` prints every thread's stack: what a run that will not stop is doing
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    _stacks_on_sigusr1()
     args.argv = list(sys.argv[1:] if argv is None else argv)
     from .arm.model import RobotModelError
     from .model_dir import ModelDirError
@@ -332,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except Exception as err:
-        training = sys.modules.get("robot_ik_nn.training")  # imported only by commands that train
+        # imported only by commands that train
+        training = sys.modules.get("robot_ik_nn.learn.training")
         if isinstance(err, refusals) or (
             training is not None and isinstance(err, training.TrainingError)
         ):

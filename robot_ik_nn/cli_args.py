@@ -8,7 +8,7 @@ import argparse
 def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     """The command line's words; ``commands`` maps each sub-command to the function it runs."""
     from .ik.settings import ORDERS
-    from .learners import LEARNERS
+    from .learn.learners import LEARNERS
 
     p = argparse.ArgumentParser(
         prog="robot-ik-nn",

@@ -256,7 +256,7 @@ def load(path: str | Path, arm: ArmModel | None = None, device="cpu") -> LoadedM
     """The torch network of a model folder (or an exported ``.tar.gz``); see :func:`read`."""
     import torch
 
-    from .network import IKNet, NetConfig
+    from .learn.network import IKNet, NetConfig
 
     folder = read(path, arm)
     try:

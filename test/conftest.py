@@ -62,7 +62,7 @@ def slider_arm(tmp_path_factory):
 def niryo_model(tmp_path_factory):
     """A small Niryo One pose network with two heads, trained for a few seconds, shared by the
     node, solver and backend tests."""
-    from robot_ik_nn.training import TrainConfig, Trainer
+    from robot_ik_nn.learn.training import TrainConfig, Trainer
 
     out = tmp_path_factory.mktemp("models") / "niryo_one"
     Trainer(

@@ -1,5 +1,5 @@
 """The boundaries, each checked in a fresh interpreter: the core imports neither rclpy nor
-pybullet (only nodes/ and sim.py do), and serving (ik/, safety, reading a model folder, the
+pybullet (only nodes/ and hardware/ do; learn/ needs torch but neither), and serving (ik/, safety, reading a model folder, the
 arm) imports no torch either."""
 
 import pkgutil
@@ -58,6 +58,8 @@ def _imported(modules, forbidden) -> list:
 def test_importing_the_core_pulls_in_neither_rclpy_nor_pybullet():
     modules = _core_modules()
     assert "robot_ik_nn.ik.kernel" in modules and "robot_ik_nn.arm.model" in modules
+    assert "robot_ik_nn.learn.training" in modules  # learn/: torch, but no rclpy or pybullet
+    assert "robot_ik_nn.learn.learners.explore" in modules  # pybullet only once it runs
     assert _imported(modules, ("rclpy", "pybullet", "pyniryo", "serial")) == []
 
 

@@ -13,7 +13,7 @@ ARMS = {"niryo_one": "niryo_one", "niryo_ned": "niryo_ned2",
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory, niryo_model):
-    from robot_ik_nn.training import TrainConfig, Trainer
+    from robot_ik_nn.learn.training import TrainConfig, Trainer
 
     out = {"niryo_one": niryo_model}
     for arm in ("niryo_ned", "inmoov_right_arm"):

@@ -15,7 +15,7 @@ import torch
 from robot_ik_nn import model_dir
 from robot_ik_nn.cli import main
 from robot_ik_nn.evaluate import evaluate
-from robot_ik_nn.training import CHECKPOINT
+from robot_ik_nn.learn.training import CHECKPOINT
 
 
 def _torchrun(out, *extra):

@@ -8,10 +8,10 @@ import torch
 
 from robot_ik_nn.cli import main
 from robot_ik_nn.evaluate import network_errors
-from robot_ik_nn.learners import LearnConfig
-from robot_ik_nn.learners.evolution import EvolutionLearner
-from robot_ik_nn.network import IKNet, NetConfig
-from robot_ik_nn.training import CHECKPOINT, TrainConfig, Trainer
+from robot_ik_nn.learn.learners import LearnConfig
+from robot_ik_nn.learn.learners.evolution import EvolutionLearner
+from robot_ik_nn.learn.network import IKNet, NetConfig
+from robot_ik_nn.learn.training import CHECKPOINT, TrainConfig, Trainer
 
 
 def _learner(niryo, mode="position", heads=1, **learn):

@@ -9,13 +9,13 @@ import torch
 
 from robot_ik_nn import model_dir
 from robot_ik_nn.cli import main
-from robot_ik_nn.learners import LearnConfig
-from robot_ik_nn.learners.base import parse_region
-from robot_ik_nn.learners.distill import DistillLearner
-from robot_ik_nn.learners.gradient import GradientLearner
-from robot_ik_nn.merge import MergeError, merge
-from robot_ik_nn.network import IKNet, NetConfig
-from robot_ik_nn.training import TrainConfig, Trainer
+from robot_ik_nn.learn.learners import LearnConfig
+from robot_ik_nn.learn.learners.base import parse_region
+from robot_ik_nn.learn.learners.distill import DistillLearner
+from robot_ik_nn.learn.learners.gradient import GradientLearner
+from robot_ik_nn.learn.merge import MergeError, merge
+from robot_ik_nn.learn.network import IKNet, NetConfig
+from robot_ik_nn.learn.training import TrainConfig, Trainer
 
 LONG_TOOL = str(Path(__file__).parent / "data" / "niryo_one_long_tool.urdf")
 

@@ -8,8 +8,8 @@ import torch
 
 from robot_ik_nn import model_dir
 from robot_ik_nn.arm.model import ArmModel
+from robot_ik_nn.learn.network import IKNet, NetConfig
 from robot_ik_nn.model_dir import ModelDirError
-from robot_ik_nn.network import IKNet, NetConfig
 
 
 @pytest.fixture()

@@ -9,7 +9,7 @@ import torch
 from robot_ik_nn.arm.kinematics import Kinematics
 from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.arm.rotations import quaternions_to_joint_angles
-from robot_ik_nn.network import IKNet, NetConfig
+from robot_ik_nn.learn.network import IKNet, NetConfig
 
 CONTINUOUS_ARM = """<robot name="c"><link name="a"/><link name="b"/><link name="c"/>
   <joint name="spin" type="continuous"><parent link="a"/><child link="b"/>

@@ -109,7 +109,7 @@ def _draw_once(net) -> float:
 
 def _trainer(tmp_path, name: str, seconds: float):
     """The learner node's trainer with config/train.yaml's network (128, 128; 4 heads)."""
-    from robot_ik_nn.training import TrainConfig, Trainer
+    from robot_ik_nn.learn.training import TrainConfig, Trainer
 
     config = TrainConfig(
         robot="niryo_one", minutes=seconds / 60, out=str(tmp_path / name), hidden=[128, 128]

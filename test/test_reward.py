@@ -5,7 +5,7 @@ import math
 import torch
 
 from robot_ik_nn.arm.rotations import quaternion_to_matrix
-from robot_ik_nn.reward import pose_distances, reward, reward_from_distances
+from robot_ik_nn.learn.reward import pose_distances, reward, reward_from_distances
 
 
 def _rot_z(angle):

@@ -134,7 +134,7 @@ def test_model_folder_of_a_mesh_urdf_finds_its_meshes_where_it_was_trained(tmp_p
 
     from robot_ik_nn import model_dir
     from robot_ik_nn.arm.resources import pybullet_data_path
-    from robot_ik_nn.network import IKNet, NetConfig
+    from robot_ik_nn.learn.network import IKNet, NetConfig
 
     src = tmp_path / "arm"
     (src / "meshes").mkdir(parents=True)

@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 
 from robot_ik_nn import model_dir
 from robot_ik_nn.evaluate import network_errors
-from robot_ik_nn.training import CHECKPOINT, TrainConfig, Trainer, TrainingError
+from robot_ik_nn.learn.training import CHECKPOINT, TrainConfig, Trainer, TrainingError
 
 
 def _errors_before_after(config):

@@ -10,7 +10,7 @@ from robot_ik_nn import model_dir
 from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.cli import main
 from robot_ik_nn.evaluate import network_errors
-from robot_ik_nn.training import TrainConfig, Trainer
+from robot_ik_nn.learn.training import TrainConfig, Trainer
 
 LONG_TOOL = str(Path(__file__).parent / "data" / "niryo_one_long_tool.urdf")
 

@@ -104,7 +104,7 @@ def test_every_arm_in_pybullet_data_loads_and_solves(relative):
 )
 def test_vendor_arms_train_and_evaluate(relative, tmp_path):
     from robot_ik_nn.evaluate import evaluate
-    from robot_ik_nn.training import TrainConfig, Trainer
+    from robot_ik_nn.learn.training import TrainConfig, Trainer
 
     config = TrainConfig(robot=str(pybullet_data_path() / relative), tip=ARMS[relative],
                          steps=20, minutes=None, out=str(tmp_path / "m"), hidden=[32, 32])

@@ -36,7 +36,7 @@ def measure(minutes: float = 1.0, targets: int = 1000, say=print) -> dict:
     from ..arm.model import ArmModel
     from ..arm.resources import pybullet_data_path
     from ..evaluate import evaluate
-    from ..training import TrainConfig, Trainer
+    from ..learn.training import TrainConfig, Trainer
 
     data = pybullet_data_path()
     if data is None:

@@ -23,7 +23,7 @@ import torch
 
 from ..arm.kinematics import Kinematics
 from ..arm.rotations import quaternion_to_matrix, rotation_angle, rotation_error_vector
-from ..network import pick_closest
+from ..learn.network import pick_closest
 from . import targets
 from .settings import IKSettings
 from .targets import BatchResult

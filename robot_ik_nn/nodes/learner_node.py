@@ -26,8 +26,8 @@ from visualization_msgs.msg import MarkerArray
 
 from ..arm.kinematics import Kinematics
 from ..arm.rotations import matrix_to_quaternion
-from ..learners import LEARNERS, LearnConfig
-from ..training import TrainConfig, Trainer
+from ..learn.learners import LEARNERS, LearnConfig
+from ..learn.training import TrainConfig, Trainer
 from . import markers
 from .common import RELIABLE, declare, live_parameters, spin_node, status
 from .network_markers import NetworkMarkers

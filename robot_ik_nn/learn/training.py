@@ -19,8 +19,9 @@ from pathlib import Path
 
 import torch
 
-from . import distributed, model_dir, run_files
-from .arm.model import ArmModel
+from .. import model_dir
+from ..arm.model import ArmModel
+from . import distributed, run_files
 from .learners import LearnConfig, make_learner
 from .learners.base import parse_region
 from .network import IKNet, NetConfig
@@ -273,7 +274,7 @@ class Trainer:
 
     # -- the model folder ------------------------------------------------------------------------
     def summary(self) -> dict:
-        from .evaluate import network_errors
+        from ..evaluate import network_errors
 
         quick = network_errors(self.net, self.arm, targets=2000, seed=10_000 + self.config.seed)
         return {
@@ -293,7 +294,7 @@ class Trainer:
         }
 
     def save_model(self) -> Path:
-        from .report import curve_png, training_report
+        from ..report import curve_png, training_report
 
         summary = self.summary()
         return model_dir.save(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from . import model_dir
+from .. import model_dir
 
 CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.csv"

@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from ..arm.rotations import quaternion_to_matrix
+from ...arm.rotations import quaternion_to_matrix
 from ..reward import pose_distances, reward_from_distances
 from .base import Learner
 
@@ -38,7 +38,7 @@ class ExploreLearner(Learner):
         if net.config.heads != 1:
             raise ValueError("the explore learner trains one head; use --heads 1")
         # the black box; imported here so the core stays free of pybullet
-        from ..hardware.pybullet_arm import ArmSim
+        from ...hardware.pybullet_arm import ArmSim
 
         self.sim = ArmSim(arm)
         n_in = 3 + (9 if self.pose_mode else 0)

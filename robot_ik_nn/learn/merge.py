@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import model_dir
+from .. import model_dir
 from .learners import LearnConfig
 from .training import TrainConfig, Trainer
 
@@ -48,7 +48,7 @@ def best_parent(parents: list, learn: LearnConfig, targets: int = 2000):
     """The parent with the best mean reward on held-out targets of the whole workspace."""
     import math
 
-    from .evaluate import network_errors
+    from ..evaluate import network_errors
 
     def cost(p):
         e = network_errors(p.net, p.arm, targets=targets, seed=10_001)

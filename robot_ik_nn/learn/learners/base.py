@@ -12,8 +12,8 @@ from dataclasses import dataclass, fields
 
 import torch
 
-from ..arm.kinematics import Kinematics
-from ..arm.model import ArmModel
+from ...arm.kinematics import Kinematics
+from ...arm.model import ArmModel
 from ..network import IKNet
 
 

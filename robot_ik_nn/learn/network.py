@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .arm.rotations import matrix_to_rot6d
+from ..arm.rotations import matrix_to_rot6d
 
 MODES = ("pose", "position")
 
@@ -123,7 +123,7 @@ class IKNet(nn.Module):
     @classmethod
     def for_arm(cls, arm, config: NetConfig, samples: int = 4096, seed: int = 0) -> "IKNet":
         """A fresh network for ``arm``; input scaling from the arm's reachable positions."""
-        from .arm.kinematics import Kinematics
+        from ..arm.kinematics import Kinematics
 
         kin = Kinematics(arm, torch.float64)
         pos, rot = kin.forward(kin.sample(samples, torch.Generator().manual_seed(seed)))
@@ -327,7 +327,7 @@ class IKNet(nn.Module):
 
     def kinematics(self, like: torch.Tensor):
         """Forward kinematics in the dtype and on the device of ``like`` (built once each)."""
-        from .arm.kinematics import Kinematics
+        from ..arm.kinematics import Kinematics
 
         kin = self._kinematics
         if kin is None or kin.dtype != like.dtype or kin.device != like.device:
@@ -340,8 +340,8 @@ def pick_closest(
 ) -> torch.Tensor:
     """Of candidates ``q`` (..., K, dof), the one whose tool lands closest to each target, by
     the weighted error every solver ranks answers by (IKSettings.score)."""
-    from .arm.rotations import rotation_angle
-    from .ik.settings import IKSettings
+    from ..arm.rotations import rotation_angle
+    from ..ik.settings import IKSettings
 
     p_q, r_q = kin.forward(q)
     pe = torch.linalg.norm(p_q - pos.to(p_q).unsqueeze(-2), dim=-1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from .arm.rotations import rotation_angle
+from ..arm.rotations import rotation_angle
 
 
 def pose_distances(
