@@ -1,6 +1,6 @@
 """The boundaries, each checked in a fresh interpreter: the core imports neither rclpy nor
-pybullet (only nodes/ and hardware/ do; learn/ needs torch but neither), and serving (ik/, safety, reading a model folder, the
-arm) imports no torch either."""
+pybullet (only nodes/ and hardware/ do; learn/ needs torch but neither), and serving (ik/,
+safety, reading a model folder, the arm) imports no torch either."""
 
 import pkgutil
 import subprocess

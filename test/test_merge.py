@@ -8,6 +8,8 @@ import pytest
 import torch
 
 from robot_ik_nn import model_dir
+from robot_ik_nn.arm.kinematics import Kinematics
+from robot_ik_nn.arm.model import ArmModel, RobotModelError
 from robot_ik_nn.cli import main
 from robot_ik_nn.learn.learners import LearnConfig
 from robot_ik_nn.learn.learners.base import parse_region
@@ -90,3 +92,41 @@ def test_networks_of_different_arms_are_refused(tmp_path, halves, capsys):
     assert "cannot merge networks of different arms" in capsys.readouterr().err
     with pytest.raises(MergeError, match="at least two"):
         merge([halves[0]], tmp_path / "m", minutes=None, steps=1, progress=False)
+
+
+def _limited(niryo, tmp_path, name, lo0, hi0):
+    """The Niryo One in another environment: joint 1 held to [lo0, hi0]."""
+    lower, upper = niryo.lower.copy(), niryo.upper.copy()
+    lower[0], upper[0] = lo0, hi0
+    path = tmp_path / f"{name}.urdf"
+    path.write_text(niryo.with_limits(lower, upper).urdf_text)
+    return str(path)
+
+
+def test_an_arm_with_other_limits_keeps_its_chain(niryo, tmp_path):
+    other = ArmModel.load(_limited(niryo, tmp_path, "half", -1.0, 0.0))
+    assert other.lower[0] == -1.0 and other.upper[0] == 0.0
+    assert (other.lower[1:] == niryo.lower[1:]).all()
+    assert (other.upper[1:] == niryo.upper[1:]).all()
+    assert other.fingerprint != niryo.fingerprint
+    assert other.geometry_fingerprint == niryo.geometry_fingerprint
+    q = torch.rand(20, niryo.dof) - 0.5
+    assert torch.allclose(Kinematics(other).forward(q)[0], Kinematics(niryo).forward(q)[0])
+    with pytest.raises(RobotModelError, match="empty range"):
+        niryo.with_limits(niryo.upper, niryo.lower)
+
+
+def test_networks_of_different_joint_limits_merge_into_the_union(niryo, tmp_path):
+    lo, hi = float(niryo.lower[0]), float(niryo.upper[0])
+    minus = _train(tmp_path / "minus", robot=_limited(niryo, tmp_path, "minus", lo, 0.0), steps=60)
+    plus = _train(tmp_path / "plus", robot=_limited(niryo, tmp_path, "plus", 0.0, hi), steps=60)
+    trainer = merge([minus, plus], tmp_path / "merged", minutes=None, steps=20, progress=False)
+    # every batch: half inside each parent's range of joint 1
+    q, _, _ = trainer.learner.targets(200)
+    assert (q[:100, 0] <= 0).all() and (q[100:, 0] >= 0).all()
+    merged = model_dir.load(tmp_path / "merged")
+    assert merged.arm.lower[0] == pytest.approx(lo) and merged.arm.upper[0] == pytest.approx(hi)
+    assert merged.arm.fingerprint == niryo.fingerprint  # the union is the arm's own range here
+    records = merged.meta["parents"]
+    assert [r["upper"][0] for r in records] == pytest.approx([0.0, hi])
+    assert [r["lower"][0] for r in records] == pytest.approx([lo, 0.0])

@@ -265,27 +265,62 @@ class ArmModel:
         """SHA-256 over base, tip, the ordered joints (names, types, axes, limits, velocity
         limits, origins) and the tip offset. Two arms with the same fingerprint have the same
         kinematics; a network trained on one is valid on the other."""
+        return self._digest(limits=True)
 
+    @cached_property
+    def geometry_fingerprint(self) -> str:
+        """The fingerprint without the limits: the same chain, whatever range its joints are
+        allowed (networks of one arm in different environments share it; merge.py)."""
+        return self._digest(limits=False)
+
+    def _digest(self, limits: bool) -> str:
         def r(x):
             return [float(f"{v:.9g}") for v in np.asarray(x, dtype=float).ravel()]
+
+        def joint(j):
+            row = [j.name, j.type, r(j.axis), r(j.origin)]
+            if limits:
+                row += [
+                    r([j.lower, j.upper]),
+                    r([j.velocity]) if math.isfinite(j.velocity) else "inf",
+                ]
+            return row
 
         blob = {
             "base": self.base,
             "tip": self.tip,
-            "joints": [
-                [
-                    j.name,
-                    j.type,
-                    r(j.axis),
-                    r(j.origin),
-                    r([j.lower, j.upper]),
-                    r([j.velocity]) if math.isfinite(j.velocity) else "inf",
-                ]
-                for j in self.joints
-            ],
+            "joints": [joint(j) for j in self.joints],
             "tip_offset": r(self.tip_offset),
         }
         return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
+
+    def with_limits(self, lower, upper) -> "ArmModel":
+        """This arm with other joint ranges (continuous joints stay continuous): its URDF is
+        rewritten, so a model folder saved from it carries the new limits."""
+        import xml.etree.ElementTree as ET
+
+        lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+        if lower.shape != (self.dof,) or upper.shape != (self.dof,):
+            raise RobotModelError(f"with_limits needs {self.dof} lower and upper values")
+        root = ET.fromstring(self.urdf_text)
+        by_name = {j.get("name"): j for j in root.iter("joint")}
+        for j, lo, hi in zip(self.joints, lower, upper):
+            if j.is_continuous:
+                continue
+            if not lo < hi:
+                raise RobotModelError(f"joint '{j.name}' would get an empty range [{lo}, {hi}]")
+            limit = by_name[j.name].find("limit")
+            limit.set("lower", repr(float(lo)))
+            limit.set("upper", repr(float(hi)))
+        arm = ArmModel(
+            ET.tostring(root, encoding="unicode"),
+            source=self.source,
+            base=self.base,
+            tip=self.tip,
+            name=self.name,
+        )
+        arm.mesh_dirs = list(self.mesh_dirs)
+        return arm
 
     def describe(self) -> dict:
         """What a model folder records about the arm it was trained on."""
@@ -294,6 +329,7 @@ class ArmModel:
             "base": self.base,
             "tip": self.tip,
             "fingerprint": self.fingerprint,
+            "geometry_fingerprint": self.geometry_fingerprint,
             "joint_names": self.joint_names,
             "joint_types": [j.type for j in self.joints],
             "lower": self.lower.tolist(),

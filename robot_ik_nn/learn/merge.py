@@ -2,13 +2,16 @@
 
     robot-ik-nn merge models/left models/right --out models/merged --minutes 3
 
-The parents may have been trained on different parts of the workspace (``train --region``): the
-merged network trains on targets from the union of their regions with the distill learner
+The parents may have been trained on different parts of the workspace (``train --region``) or
+with different joint limits (the same chain in different environments: a URDF with other
+``<limit>`` values). The merged network trains on targets from the union, each parent's share
+drawn inside its own region and its own joint ranges, with the distill learner
 (learners/distill.py): the reward, plus each parent's answer as a hint where that parent does
-better. It starts from the weights of the parent whose answers score best by the reward on
-held-out targets of the whole workspace (``fresh=True``: from nothing). The merged
-folder is an ordinary model folder whose model.json lists its parents (name, path, fingerprint,
-SHA-256 of the weights, region). Networks of different arms, or of different modes, are refused.
+better. Its arm is the parents' chain with, per joint, the union of their ranges. It starts from
+the weights of the parent whose answers score best by the reward on held-out targets of the whole
+workspace (``fresh=True``: from nothing). The merged folder is an ordinary model folder whose
+model.json lists its parents (name, path, fingerprint, SHA-256 of the weights, region, limits).
+Networks of different chains (different arms), or of different modes, are refused.
 """
 
 from __future__ import annotations
@@ -30,18 +33,32 @@ def check_parents(parents: list) -> None:
         raise MergeError("merge needs at least two model folders")
     first = parents[0]
     for other in parents[1:]:
-        if other.meta["fingerprint"] != first.meta["fingerprint"]:
+        if other.arm.geometry_fingerprint != first.arm.geometry_fingerprint:
             raise MergeError(
                 f"cannot merge networks of different arms: {first.path} was trained on "
                 f"'{first.meta.get('robot')}' (fingerprint {first.meta['fingerprint'][:12]}), "
                 f"{other.path} on '{other.meta.get('robot')}' "
-                f"(fingerprint {other.meta['fingerprint'][:12]})"
+                f"(fingerprint {other.meta['fingerprint'][:12]}), and their chains differ "
+                "in more than joint limits"
             )
         if other.mode != first.mode:
             raise MergeError(
                 f"cannot merge a {first.mode}-mode network ({first.path}) with a "
                 f"{other.mode}-mode one ({other.path})"
             )
+
+
+def merged_arm(parents: list):
+    """The parents' chain with, per joint, the union of their ranges (their own arm when every
+    parent has the same limits)."""
+    import numpy as np
+
+    first = parents[0].arm
+    if all(p.arm.fingerprint == first.fingerprint for p in parents):
+        return first
+    lower = np.min([p.arm.lower for p in parents], axis=0)
+    upper = np.max([p.arm.upper for p in parents], axis=0)
+    return first.with_limits(lower, upper)
 
 
 def best_parent(parents: list, learn: LearnConfig, targets: int = 2000):
@@ -78,6 +95,9 @@ def merge(
     first = parents[0]
     start = None if fresh else best_parent(parents, learn)
     regions = [p.meta.get("training", {}).get("region") for p in parents]
+    arm = merged_arm(parents)
+    # each parent's share of targets inside its own joint ranges (None: the merged arm's)
+    boxes = None if arm is first.arm else [(p.arm.lower, p.arm.upper) for p in parents]
     net = first.net.config
     config = TrainConfig(
         robot=first.meta.get("robot") or first.arm.name,
@@ -101,14 +121,19 @@ def merge(
 
         teachers = [p.net for p in parents]
         return DistillLearner(
-            arm, net_, learn_config, device, seed_, teachers=teachers, regions=regions
+            arm, net_, learn_config, device, seed_, teachers=teachers, regions=regions,
+            boxes=boxes,
         )
 
-    trainer = Trainer(
-        config, force=force, progress=progress, stop=stop, arm=first.arm, learner=make
-    )
+    trainer = Trainer(config, force=force, progress=progress, stop=stop, arm=arm, learner=make)
     trainer.parents = [
-        {**model_dir.parent_record(p, "merged"), "started_from": p is start} for p in parents
+        {
+            **model_dir.parent_record(p, "merged"),
+            "started_from": p is start,
+            "lower": p.arm.lower.tolist(),
+            "upper": p.arm.upper.tolist(),
+        }
+        for p in parents
     ]
     trainer.run()
     return trainer

@@ -146,7 +146,7 @@ class Learner:
     def targets(self, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Reachable targets: forward kinematics of uniformly random joints (q, pos, rot),
         kept only inside ``region`` when one is set (train --region)."""
-        q = self.kin.sample(n, self.generator)
+        q = self.draw_joints(n)
         pos, rot = self.kin.forward(q)
         if self.region is None:
             return q, pos, rot
@@ -159,14 +159,18 @@ class Learner:
             if count >= n:
                 q, pos, rot = (torch.cat(parts)[:n] for parts in zip(*kept))
                 return q, pos, rot
-            q = self.kin.sample(2 * n, self.generator)
+            q = self.draw_joints(2 * n)
             pos, rot = self.kin.forward(q)
         raise ValueError("the training region holds (almost) no reachable targets")
+
+    def draw_joints(self, n: int) -> torch.Tensor:
+        """Joints drawn uniformly inside the arm's limits (where every target starts)."""
+        return self.kin.sample(n, self.generator)
 
     def sample_joints(self, n: int) -> torch.Tensor:
         """Joints whose tool lies inside the region (uniform joints without one)."""
         if self.region is None:
-            return self.kin.sample(n, self.generator)
+            return self.draw_joints(n)
         return self.targets(n)[0]
 
     def current_joints(self, solution: torch.Tensor) -> torch.Tensor:

@@ -1,7 +1,8 @@
 """The distill learner: one network learns from several (merge.py), driven by the reward.
 
 It is the gradient learner (the reward differentiated through the kinematics) on targets drawn
-from the union of the parents' training regions, plus a hint: for every target each parent
+from the union of the parents' training regions (and, for parents of different joint limits,
+each share inside that parent's ranges), plus a hint: for every target each parent
 answers, the reward judges the answers, and where the best parent's answer beats the merged
 network's own best head, that head is pulled toward the parent's joints (``hint_weight`` x the
 joint distance). Where the merged network is already better no parent is listened to, so it
@@ -20,23 +21,37 @@ from .gradient import GradientLearner
 class DistillLearner(GradientLearner):
     name = "distill"
 
-    def __init__(self, arm, net, config, device, seed, *, teachers, regions):
+    def __init__(self, arm, net, config, device, seed, *, teachers, regions, boxes=None):
         super().__init__(arm, net, config, device, seed)
         self.teachers = [t.to(self.device).eval() for t in teachers]
         for t in self.teachers:
             t.requires_grad_(False)
-        # the union of the parents' regions: each batch is shared equally between them
-        self.regions = [parse_region(r, self.device) for r in regions]
-        if any(r is None for r in self.regions):
-            self.regions = [None]
+        # the union of the parents' shares, (region, joint box) each: a batch is split equally
+        regions = [parse_region(r, self.device) for r in regions]
+        if boxes is None:  # one set of limits: a parent trained everywhere covers the rest
+            self.shares = [(None, None)] if None in regions else [(r, None) for r in regions]
+        else:
+            f = {"dtype": self.kin.dtype, "device": self.device}
+            self.shares = [
+                (r, (torch.as_tensor(lo, **f), torch.as_tensor(hi, **f)))
+                for r, (lo, hi) in zip(regions, boxes)
+            ]
+        self.box = None
+
+    def draw_joints(self, n: int) -> torch.Tensor:
+        if self.box is None:
+            return super().draw_joints(n)
+        lo, hi = self.box
+        u = torch.rand(n, len(lo), generator=self.generator, dtype=lo.dtype, device=lo.device)
+        return lo + u * (hi - lo)
 
     def targets(self, n: int):
-        parts, regions = [], self.regions
-        for i, region in enumerate(regions):
-            self.region = region
-            count = n // len(regions) + (1 if i < n % len(regions) else 0)
+        parts, shares = [], self.shares
+        for i, (region, box) in enumerate(shares):
+            self.region, self.box = region, box
+            count = n // len(shares) + (1 if i < n % len(shares) else 0)
             parts.append(super().targets(count))
-        self.region = None
+        self.region, self.box = None, None
         return tuple(torch.cat(x) for x in zip(*parts))
 
     def guidance(self, q, pos, rot, reward):
