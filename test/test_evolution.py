@@ -147,7 +147,7 @@ def test_the_learner_node_takes_hyper_parameters_as_parameters(tmp_path):
 
     from robot_ik_nn.nodes.learner_node import LearnerNode
 
-    values = dict(learner="evolution", mode="position", steps=3, minutes=0.0, hidden=[16])
+    values = dict(learner="evolution", mode="position", steps=3, minutes=0.0)  # hidden: unset
     values.update(output_dir=str(tmp_path / "node"), progress_bar=False)
     values.update({"learn.population": 10, "learn.sigma": 0.04})
     context = rclpy.Context()
@@ -162,6 +162,8 @@ def test_the_learner_node_takes_hyper_parameters_as_parameters(tmp_path):
         hyper = json.loads((tmp_path / "node" / "model.json").read_text())["training"]
         assert hyper["hyper_parameters"]["population"] == 10
         assert hyper["hyper_parameters"]["sigma"] == 0.04 and hyper["learner"] == "evolution"
+        meta = json.loads((tmp_path / "node" / "model.json").read_text())
+        assert meta["network"]["hidden"] == [32, 32]  # the evolution learner's own default
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)

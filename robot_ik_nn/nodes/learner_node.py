@@ -49,7 +49,13 @@ class LearnerNode(Node):
         device = declare(self, "device", "cpu", "cpu or cuda", **ro)
         out = declare(self, "output_dir", "models/niryo_one", "model folder to write", **ro)
         seed = declare(self, "seed", 0, "random seed", **ro)
-        hidden = declare(self, "hidden", [128, 128], "hidden layer widths", **ro)
+        hidden = declare(  # an integer array cannot be declared empty: [0] means "unset"
+            self,
+            "hidden",
+            [0],
+            "hidden layer widths ([0]: the learner's own, 128 128; evolution 32 32)",
+            **ro,
+        )
         heads = declare(
             self,
             "heads",
@@ -89,7 +95,7 @@ class LearnerNode(Node):
             device=device,
             out=out,
             seed=seed,
-            hidden=list(hidden),
+            hidden=None if list(hidden) == [0] else list(hidden),
             heads=heads or None,
             checkpoint_every=ckpt,
             learn=learn,
