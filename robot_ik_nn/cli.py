@@ -1,6 +1,6 @@
 """``robot-ik-nn``: train, evaluate and use IK networks; works without ROS.
 
-robot-ik-nn train --robot niryo_one --minutes 5 --out models/niryo_one
+robot-ik-nn train --robot niryo_one --minutes 5 --out models/niryo_one [--view]
 robot-ik-nn eval models/niryo_one --targets 10000 [--json]
 robot-ik-nn solve models/niryo_one --xyz 0.25 0 0.3 --quat 0 0.7071 0 0.7071 [--json]
 robot-ik-nn bench models/niryo_one [--peers] [--json] [--out FILE]
@@ -69,12 +69,24 @@ def cmd_train(args) -> int:
         init=args.init,
         region=args.region,
     )
+    if args.view:  # refused before any training, not after
+        from .view.training import view_missing
+
+        missing = view_missing()
+        if missing:
+            print(f"robot-ik-nn train: {missing}", file=sys.stderr)
+            return 1
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     trainer = Trainer(
         config, resume=args.resume, force=args.force, progress=not args.quiet, stop=stop
     )
-    path = trainer.run()
+    if args.view and not trainer.rank:  # one page, rank 0's
+        from .view.training import watch
+
+        path = watch(trainer, host=args.view_host, port=args.view_port, stop=stop)
+    else:
+        path = trainer.run()
     if trainer.rank:
         return 0
     print(

@@ -94,6 +94,17 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         help="evaluate on N held-out targets when training ends",
     )
     t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.add_argument(
+        "--view",
+        action="store_true",
+        help="watch it learn in the browser (no ROS): the demo attempts as the arm, the error "
+        "curve, the network drawn; the page stays up after training until Ctrl-C (needs "
+        "pip install .[view])",
+    )
+    t.add_argument("--view-port", type=int, default=8080, help="the page's port with --view")
+    t.add_argument(
+        "--view-host", default="127.0.0.1", help="with --view: 0.0.0.0 opens it to the network"
+    )
     t.set_defaults(func=commands["train"])
 
     if "merge" in commands:

@@ -114,6 +114,16 @@ def test_a_target_typed_in_the_page_drives_the_simulated_arm(trained):
 
             probe.wait_for(reached, 60, "the simulated arm at the page's target")
             browser.wait_for("__ikProbe.field('status').value === 'solved'", 30)
+
+            def settled():  # the last ten states within 10 micro-radians of each other
+                states = [
+                    [dict(zip(m.name, m.position))[n] for n in arm.joint_names]
+                    for m in probe.received["/joint_states"][-10:]
+                ]
+                return len(states) == 10 and np.ptp(states, axis=0).max() < 1e-5
+
+            probe.wait_for(settled, 30, "the simulated arm settled")
+            time.sleep(0.5)  # the page draws the settled states too
             # the page draws the arm of one of the latest joint states (the simulated arm
             # still creeps by micro-radians, so which one depends on when each side looked)
             drawn = page_joints(browser, arm)

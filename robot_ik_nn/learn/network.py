@@ -351,3 +351,14 @@ def pick_closest(
     return torch.gather(q, -2, best[..., None, None].expand(*best.shape, 1, q.shape[-1])).squeeze(
         -2
     )
+
+
+def weight_matrices(net: nn.Module) -> list:
+    """The weights of every Linear layer of ``net``, in order (the input layer's first), as
+    numpy arrays (copies): what view/network_drawing.py draws. Hold the trainer's lock while
+    a training step could change them."""
+    return [
+        m.weight.detach().float().cpu().numpy().copy()
+        for m in net.modules()
+        if isinstance(m, nn.Linear)
+    ]

@@ -10,22 +10,13 @@ from __future__ import annotations
 
 import time
 
-import torch
 from geometry_msgs.msg import Point
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-from ..view.network_drawing import draw
+from ..learn.network import weight_matrices
+from ..view.network_drawing import draw, network_origin
 from .common import RELIABLE
-
-
-def weight_matrices(net: torch.nn.Module) -> list:
-    """The weights of every Linear layer of ``net``, in order, as numpy arrays (copies)."""
-    return [
-        m.weight.detach().float().cpu().numpy().copy()
-        for m in net.modules()
-        if isinstance(m, torch.nn.Linear)
-    ]
 
 
 def to_markers(drawing, frame: str, stamp, size: float = 0.014) -> MarkerArray:
@@ -58,7 +49,7 @@ class NetworkMarkers:
 
     def __init__(self, node, trainer, frame: str, reach: float, period: float = 3.0):
         self.node, self.trainer, self.frame = node, trainer, frame
-        self.origin = (-0.45, -(1.2 * reach + 0.25), 0.35)  # beside the arm, left of it
+        self.origin = network_origin(reach)  # beside the arm, left of it
         self.pub = node.create_publisher(MarkerArray, "~/network", RELIABLE)
         self.timer = node.create_timer(period, self.publish) if period > 0 else None
         self.seconds, self.count = 0.0, 0

@@ -21,7 +21,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
 
-from ..view.learning import ErrorCurve, NetworkLayer
+from ..view.learning import LearningView
 from ..view.page import xyzw_to_wxyz
 from .common import RELIABLE
 
@@ -44,23 +44,9 @@ class RosLink:
         self.target_pub = node.create_publisher(PoseStamped, f"{inference}/target_pose", RELIABLE)
         node.create_subscription(JointState, joint_states, self._on_joints, RELIABLE)
         node.create_subscription(DiagnosticArray, f"{inference}/status", self._on_status, RELIABLE)
-        self.network = self.curve = None
-        if learning:
-            reach = float(self.arm.reach)  # the camera takes in the arm and the network beside it
-            side = -(1.2 * reach + 0.25) / 2
-            page.server.initial_camera.position = (0.95, side - 1.2, 0.75)
-            page.server.initial_camera.look_at = (0.0, side, 0.25)
-            self.network = NetworkLayer(page.server)
-            for item in (page.handle, page.xyz, page.rpy):  # no inference node to send to
-                item.visible = False
-            page.intro.content = (
-                f"**{self.arm.name}**: the learner node training; the arm shows its demo "
-                "attempts, the network its weights (dark blue: weak, white: strong)."
-            )
-            self.curve = ErrorCurve(page.server.gui, order=page.mode.order - 0.1)  # on top
-            self.demo = page.server.scene.add_frame(
-                "/arm/base/demo_target", axes_length=0.04, axes_radius=0.003
-            )
+        self.learning = None
+        if learning:  # no inference node to send targets to: the learner node's page
+            self.learning = LearningView(page, "the learner node")
             node.create_subscription(MarkerArray, f"{learner}/network", self._on_network, 2)
             node.create_subscription(
                 DiagnosticArray, f"{learner}/metrics", self._on_metrics, RELIABLE
@@ -117,20 +103,21 @@ class RosLink:
             )
 
     def _on_network(self, msg: MarkerArray) -> None:
-        self.network.show_markers(msg)
+        self.learning.show_markers(msg)
 
     def _on_metrics(self, msg: DiagnosticArray) -> None:
         for s in msg.status:
             values = {v.key: v.value for v in s.values}
             if "step" in values and "pos_mm" in values:
-                self.curve.add(float(values["step"]), float(values["pos_mm"]), s.message)
+                self.learning.add_metrics(
+                    float(values["step"]), float(values["pos_mm"]), s.message
+                )
             elif s.message:
-                self.curve.status.value = s.message
+                self.learning.set_status(s.message)
 
     def _on_demo(self, msg: PoseStamped) -> None:
         p, o = msg.pose.position, msg.pose.orientation
-        self.demo.position = (p.x, p.y, p.z)
-        self.demo.wxyz = xyzw_to_wxyz((o.x, o.y, o.z, o.w))
+        self.learning.show_demo((p.x, p.y, p.z), xyzw_to_wxyz((o.x, o.y, o.z, o.w)))
 
     def close(self) -> None:
         self._stop.set()

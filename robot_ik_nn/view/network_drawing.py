@@ -51,6 +51,12 @@ class Drawing:
         return np.bincount(self.layer).tolist()
 
 
+def network_origin(reach: float) -> tuple[float, float, float]:
+    """Where the drawing of an arm's network stands, in its base frame: beside the arm, to its
+    left, clear of its reach (RViz's markers and the page's points alike)."""
+    return (-0.45, -(1.2 * float(reach) + 0.25), 0.35)
+
+
 def _layer_positions(n: int, x: float, pitch: float) -> np.ndarray:
     """n neurons on a square-ish grid in the y-z plane at ``x``, centred on the x axis."""
     cols = max(1, math.ceil(math.sqrt(n)))
