@@ -88,7 +88,7 @@ def test_a_target_outside_the_reach_gets_its_closest_pose_and_says_so(solver, po
     batch = solver.solve_batch(P, Q)
     assert list(batch.codes) == [1] * len(P)
     assert [r.split(";")[0] for r in batch.reason] == [a.reason.split(";")[0] for a in answers]
-    brute = solver.with_settings(far_restarts=2000).solve_batch(P, Q)
+    brute = solver.with_settings(far_restarts=2000, far_patience=2000).solve_batch(P, Q)
     ours = np.array([_score(solver, a.q, p, q) for a, p, q in zip(answers, P, quats)])
     best = np.array([_score(solver, b, p, q) for b, p, q in zip(brute.q, P, quats)])
     assert np.all(ours - best <= 1e-3), (ours - best).max()
@@ -97,6 +97,18 @@ def test_a_target_outside_the_reach_gets_its_closest_pose_and_says_so(solver, po
     assert abs(np.linalg.norm(reached[0] - P[0]) - answers[0].pos_err) < 1e-9
     far = solver.solve(solver.origin + [0, 0, 2.5 * solver.arm.reach], quats[0])
     assert far.status == "rejected" and far.reason.startswith("far outside the reach")
+
+
+def test_a_closest_pose_search_ends_once_restarts_stop_bringing_it_closer(solver):
+    P, Q = outside(solver, 10, 35, True)
+    quick = solver.with_settings(far_restarts=1000, far_patience=5)
+    patient = solver.with_settings(far_restarts=1000, far_patience=1000)
+    for p, q in zip(P, Q):
+        a, b = quick.solve(p, q), patient.solve(p, q)
+        assert a.iterations < b.iterations  # 1000 restarts of 100 LM steps: far more
+        assert _score(solver, b.q, p, q) <= _score(solver, a.q, p, q) + 1e-9
+    with pytest.raises(ValueError, match="far_patience"):
+        solver.with_settings(far_patience=-1)
 
 
 def test_inside_the_bound_but_not_found_says_not_found(solver):

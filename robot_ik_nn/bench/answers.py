@@ -83,7 +83,9 @@ def outside_reach(solver, n: int, brute_restarts: int, seed: int = 5) -> dict:
             started = time.perf_counter()
             answers.append(solver.solve(P[i], None if Q is None else Q[i]))
             seconds[i] = time.perf_counter() - started
-    brute = solver.with_settings(far_restarts=brute_restarts).solve_batch(P, Q)
+    brute = solver.with_settings(
+        far_restarts=brute_restarts, far_patience=brute_restarts
+    ).solve_batch(P, Q)
     quats = [None] * n if Q is None else list(Q)
     ours = np.array([_score(solver, a.q, P[i], quats[i]) for i, a in enumerate(answers)])
     theirs = np.array([_score(solver, brute.q[i], P[i], quats[i]) for i in range(n)])
@@ -97,6 +99,7 @@ def outside_reach(solver, n: int, brute_restarts: int, seed: int = 5) -> dict:
         "reason_says_outside_the_reach": int(sum(said)),
         "brute_restarts": brute_restarts,
         "far_restarts": s.far_restarts,
+        "far_patience": s.far_patience,
         "gap_to_brute_force_mm_max": float(np.nanmax(gap) * 1000),
         "gap_to_brute_force_mm_median": float(np.nanmedian(gap) * 1000),
         "within_1mm_of_brute_force": int(np.sum(gap <= 1e-3)),

@@ -44,8 +44,9 @@ REVOLUTE, CONTINUOUS, PRISMATIC = 0.0, 1.0, 2.0
     TOO_FAR,
     FAR_ITERS,
     FAR_POLISH,
+    FAR_PATIENCE,
     CFG,
-) = range(21)
+) = range(22)
 TWO_PI = 2.0 * math.pi
 
 
@@ -98,7 +99,7 @@ def pack_cfg(settings, arm, needs_orientation: bool, use_network: bool) -> np.nd
     cfg[USE_NET] = use_network
     cfg[FREE] = "xyz".find(s.free_axis) + 1 if s.free_axis else 0  # 0 none, 1 x, 2 y, 3 z
     cfg[FAR_RESTARTS], cfg[FAR_ITERS] = s.far_restarts, s.far_iterations
-    cfg[FAR_POLISH] = s.far_polish
+    cfg[FAR_POLISH], cfg[FAR_PATIENCE] = s.far_polish, s.far_patience
     return cfg
 
 

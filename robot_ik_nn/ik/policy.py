@@ -13,9 +13,10 @@ mid-range), projected into the limits and judged; otherwise, first answer within
    uniformly random joints.
 
 When none is within tolerance the closest one is the best effort. A target outside the arm's
-reach (targets.check) tries ``far_restarts`` seeds instead of ``restarts``: it can only have a
-closest pose. With warm starts, continuous joints come back within pi of the freshest one (no 2
-pi jumps while tracking).
+reach (targets.check) tries up to ``far_restarts`` seeds instead of ``restarts``, ending once
+``far_patience`` in a row brought its closest pose no closer: it can only have a closest pose.
+With warm starts, continuous joints come back within pi of the freshest one (no 2 pi jumps
+while tracking).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .kernel import clamp, fk, quat_to_matrix, refine, residual, restart_seed, w
 from .layout import (
     CONTINUOUS,
     FAR_ITERS,
+    FAR_PATIENCE,
     FAR_POLISH,
     FAR_RESTARTS,
     HI,
@@ -157,7 +159,8 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
     if checking:
         _mid_range(chain, best)
     first_warm, restarts, restart_iters = 0, int(cfg[RESTARTS]), int(cfg[RESTART_ITERS])
-    if code == targets.OUT_OF_REACH:  # only a closest pose: fewer seeds, each refined longer
+    far, stale, patience = code == targets.OUT_OF_REACH, 0, int(cfg[FAR_PATIENCE])
+    if far:  # only a closest pose: seeds refined longer, until they stop bringing it closer
         restarts, iters = int(cfg[FAR_RESTARTS]), max(iters, int(cfg[FAR_ITERS]))
         restart_iters = iters
     net_end = 1 + (heads if have_net else 0)
@@ -193,6 +196,9 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             q[:] = warm[k]
             pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws)
         else:  # 4. restarts: alternately partial (from the best so far) and uniformly random
+            if far and stale >= patience:  # a closest pose no restart has improved for a while
+                break
+            stale += 1
             k = attempt - net_end - 1 - n_warm
             restart_seed(chain, best, k % 2 == 0 and code == targets.OK, q, ws[15])
             pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
@@ -205,6 +211,8 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
                 if n_warm > 0:
                     _beside(chain, q, warm[0])
                 return 0, targets.OK, pe, re, total
+            if score < best_score - 1e-7:  # closer by more than a tenth of a micrometre
+                stale = 0
             best_score, bpe, bre = score, pe, re
             best[:] = q
         else:

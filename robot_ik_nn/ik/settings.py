@@ -39,7 +39,8 @@ class IKSettings:
     restart_iterations: int = 20  # LM iterations from each restart seed
     margin: float = 0.0  # rad (m): kept from every limited joint's limits
     reach_margin: float = 2.0  # targets beyond this times the reach bound are rejected
-    far_restarts: int = 100  # seeds for a target outside the reach (only its closest pose)
+    far_restarts: int = 1000  # seeds at most for a target outside the reach (a closest pose)
+    far_patience: int = 150  # ... ending after this many in a row that brought it no closer
     far_iterations: int = 100  # LM iterations from each of them (a miss converges slowly)
     far_polish: int = 1000  # LM iterations more for the closest of them
     quat_tolerance: float = 1e-3  # |norm - 1| above this: the quaternion is rejected
@@ -82,6 +83,7 @@ class IKSettings:
             "restarts",
             "restart_iterations",
             "far_restarts",
+            "far_patience",
             "far_iterations",
             "far_polish",
             "solution_attempts",
