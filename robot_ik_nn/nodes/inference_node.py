@@ -49,204 +49,136 @@ from .common import (
 CHOICES = 8  # distinct answers searched when the `choose` parameter asks for an order
 
 
+RO = {"read_only": True}
+_IK = IKSettings()
+# the node's parameters: name -> (default, description, options); LIVE ones may change at run
+# time (the node keeps them as attributes of the same name), the others are read-only
+PARAMETERS = {
+    "model_dir": ("", "model folder to serve (required)", RO),
+    "robot": (
+        "",
+        "arm this node commands ('' = the model's own robot.urdf); its fingerprint must match "
+        "the model's",
+        RO,
+    ),
+    "controller": ("arm_controller", "trajectory topic prefix: <controller>/joint_trajectory", RO),
+    "frame_id": ("", "frame targets must be given in ('' = the arm's base link)", RO),
+    "stale_timeout": (0.2, "reject targets stamped longer ago (s)", {"lo": 0.001, "hi": 60.0}),
+    "future_tolerance": (
+        0.05,
+        "reject targets stamped further in the future (s)",
+        {"lo": 0.0, "hi": 10.0},
+    ),
+    "joint_limit_margin": (
+        0.02,
+        "kept from every joint limit (rad or m)",
+        {**RO, "lo": 0.0, "hi": 0.5},
+    ),
+    "speed_scale": (
+        1.0,
+        "fraction of the URDF velocity limits used",
+        {**RO, "lo": 0.01, "hi": 1.0},
+    ),
+    "min_duration": (0.0, "shortest trajectory time_from_start (s)", {"lo": 0.0, "hi": 60.0}),
+    "stream": (
+        False,
+        "joint_command carries rate-limited setpoints (for controllers that do not "
+        "interpolate) instead of the solution; the last one is repeated until /joint_states "
+        "shows the arm there (a watchdog's heartbeat)",
+        RO,
+    ),
+    "stream_hold": (
+        5.0,
+        "with stream: seconds the goal is repeated at most while the arm gets there",
+        {"lo": 0.0, "hi": 60.0},
+    ),
+    "stream_rate": (100.0, "setpoint rate with stream (Hz)", {**RO, "lo": 1.0, "hi": 1000.0}),
+    "joint_state_timeout": (
+        0.5,
+        "joint states older than this are not trusted (s)",
+        {"lo": 0.01, "hi": 60.0},
+    ),
+    "refine_iterations": (
+        _IK.iterations,
+        "refinement iterations from the first seed (0: the network alone, nothing more)",
+        {**RO, "lo": 0, "hi": 1000},
+    ),
+    "restarts": (
+        _IK.restarts,
+        "restart seeds for a target not yet solved",
+        {**RO, "lo": 0, "hi": 100000},
+    ),
+    "collision_check": (
+        True,
+        "answers that put the arm into collision with itself are no solutions",
+        RO,
+    ),
+    "collision_margin": (
+        0.0,
+        "with collision_check: every collision sphere grows by this (m)",
+        {**RO, "lo": 0.0, "hi": 0.2},
+    ),
+    "free_axis": (
+        "",
+        "'x', 'y' or 'z': the rotation about this tool axis is left free ('' none)",
+        RO,
+    ),
+    "backend": ("compiled", f"the network's forward pass: {', '.join(BACKENDS)}", RO),
+    "accept_best_effort": (
+        False,
+        "also command answers that miss the 1 mm / 0.01 rad tolerance",
+        {},
+    ),
+    "choose": (
+        "",
+        "which answer to command when a target has several: '' the first found (fastest); "
+        f"{', '.join(ORDERS)}: the first of up to {CHOICES} distinct answers in that order "
+        "(nearest: to the arm's joints; about a millisecond)",
+        {},
+    ),
+}
+LIVE = [name for name, (_, _, options) in PARAMETERS.items() if not options.get("read_only")]
+
+
 class InferenceNode(Node):
     def __init__(self, **kwargs):
         super().__init__("inference_node", **kwargs)
-        path = declare(self, "model_dir", "", "model folder to serve (required)", read_only=True)
-        robot = declare(
-            self,
-            "robot",
-            "",
-            "arm this node commands ('' = the model's own robot.urdf); its "
-            "fingerprint must match the model's",
-            read_only=True,
-        )
-        controller = declare(
-            self,
-            "controller",
-            "arm_controller",
-            "trajectory topic prefix: <controller>/joint_trajectory",
-            read_only=True,
-        )
-        frame = declare(
-            self,
-            "frame_id",
-            "",
-            "frame targets must be given in ('' = the arm's base link)",
-            read_only=True,
-        )
-        self.stale_timeout = declare(
-            self, "stale_timeout", 0.2, "reject targets stamped longer ago (s)", lo=0.001, hi=60.0
-        )
-        self.future_tolerance = declare(
-            self,
-            "future_tolerance",
-            0.05,
-            "reject targets stamped further in the future (s)",
-            lo=0.0,
-            hi=10.0,
-        )
-        margin = declare(
-            self,
-            "joint_limit_margin",
-            0.02,
-            "kept from every joint limit (rad or m)",
-            read_only=True,
-            lo=0.0,
-            hi=0.5,
-        )
-        speed = declare(
-            self,
-            "speed_scale",
-            1.0,
-            "fraction of the URDF velocity limits used",
-            read_only=True,
-            lo=0.01,
-            hi=1.0,
-        )
-        self.min_duration = declare(
-            self, "min_duration", 0.0, "shortest trajectory time_from_start (s)", lo=0.0, hi=60.0
-        )
-        self.stream = declare(
-            self,
-            "stream",
-            False,
-            "joint_command carries rate-limited setpoints (for "
-            "controllers that do not interpolate) instead of the solution; the last one is "
-            "repeated until /joint_states shows the arm there (a watchdog's heartbeat)",
-            read_only=True,
-        )
-        self.stream_hold = declare(
-            self,
-            "stream_hold",
-            5.0,
-            "with stream: seconds the goal is repeated at most while the arm gets there",
-            lo=0.0,
-            hi=60.0,
-        )
-        stream_rate = declare(
-            self,
-            "stream_rate",
-            100.0,
-            "setpoint rate with stream (Hz)",
-            read_only=True,
-            lo=1.0,
-            hi=1000.0,
-        )
-        self.joint_state_timeout = declare(
-            self,
-            "joint_state_timeout",
-            0.5,
-            "joint states older than this are not trusted (s)",
-            lo=0.01,
-            hi=60.0,
-        )
-        defaults = IKSettings()
-        iterations = declare(
-            self,
-            "refine_iterations",
-            defaults.iterations,
-            "refinement iterations from the first seed (0: the network alone, nothing more)",
-            read_only=True,
-            lo=0,
-            hi=1000,
-        )
-        restarts = declare(
-            self,
-            "restarts",
-            defaults.restarts,
-            "restart seeds for a target not yet solved",
-            read_only=True,
-            lo=0,
-            hi=100000,
-        )
-        collision_check = declare(
-            self,
-            "collision_check",
-            True,
-            "answers that put the arm into collision with itself are no solutions",
-            read_only=True,
-        )
-        collision_margin = declare(
-            self,
-            "collision_margin",
-            0.0,
-            "with collision_check: every collision sphere grows by this (m)",
-            read_only=True,
-            lo=0.0,
-            hi=0.2,
-        )
-        free_axis = declare(
-            self,
-            "free_axis",
-            "",
-            "'x', 'y' or 'z': the rotation about this tool axis is left free ('' none)",
-            read_only=True,
-        )
-        backend = declare(
-            self,
-            "backend",
-            "compiled",
-            f"the network's forward pass: {', '.join(BACKENDS)}",
-            read_only=True,
-        )
-        self.accept_best_effort = declare(
-            self,
-            "accept_best_effort",
-            False,
-            "also command answers that miss the 1 mm / 0.01 rad tolerance",
-        )
-        self.choose = declare(
-            self,
-            "choose",
-            "",
-            "which answer to command when a target has several: '' the first found (fastest); "
-            f"{', '.join(ORDERS)}: the first of up to {CHOICES} distinct answers in that order "
-            "(nearest: to the arm's joints; about a millisecond)",
-        )
-        live_parameters(
-            self,
-            {
-                name: name
-                for name in (
-                    "stale_timeout",
-                    "future_tolerance",
-                    "min_duration",
-                    "joint_state_timeout",
-                    "stream_hold",
-                    "accept_best_effort",
-                    "choose",
-                )
-            },
-            {"choose": self._choice_problem},
-        )
+        p = {
+            name: declare(self, name, default, text, **options)
+            for name, (default, text, options) in PARAMETERS.items()
+        }
+        for name in LIVE:
+            setattr(self, name, p[name])
+        live_parameters(self, {name: name for name in LIVE}, {"choose": self._choice_problem})
+        path, self.stream = p["model_dir"], p["stream"]
+        controller, margin, backend = p["controller"], p["joint_limit_margin"], p["backend"]
         if not path:
             raise RuntimeError("parameter model_dir is required: the model folder to serve")
-        self._no_refinement = iterations == 0
+        self._no_refinement = p["refine_iterations"] == 0
         if self._choice_problem(self.choose):
             raise RuntimeError(f"parameter choose: {self._choice_problem(self.choose)}")
-        arm = ArmModel.load(robot) if robot else None
+        arm = ArmModel.load(p["robot"]) if p["robot"] else None
         settings = IKSettings(
-            iterations=iterations,
-            restarts=restarts,
+            iterations=p["refine_iterations"],
+            restarts=p["restarts"],
             margin=margin,
-            collision_check=collision_check,
-            collision_margin=collision_margin,
-            free_axis=free_axis,
+            collision_check=p["collision_check"],
+            collision_margin=p["collision_margin"],
+            free_axis=p["free_axis"],
         )
         # refuses a wrong arm or a corrupt file, with the reason
         self.solver = Solver.load(path, settings, backend=backend, arm=arm)
         self.arm = self.solver.arm
         self.names = self.arm.joint_names
-        self.frames = {frame or self.arm.base}
-        self.bounds = JointBounds.from_arm(self.arm, margin=margin, speed_scale=speed)
+        self.frames = {p["frame_id"] or self.arm.base}
+        self.bounds = JointBounds.from_arm(self.arm, margin=margin, speed_scale=p["speed_scale"])
         self.axes = self.arm.axes  # (dof, 3)
         self.current = None  # (joints, receive time)
         self.last_solution = None
         self.setpoint = None
         self.stream_goal = None
         self.stream_arrived = None  # when the stream's setpoint reached its goal
-        self.stream_dt = 1.0 / stream_rate
+        self.stream_dt = 1.0 / p["stream_rate"]
         self.counts = dict.fromkeys(STATUS, 0)
 
         self.command_pub = self.create_publisher(JointState, "joint_command", RELIABLE)
@@ -264,7 +196,7 @@ class InferenceNode(Node):
             f"serving {path} for {self.arm.name} ({self.arm.dof} joints, {self.solver.mode} mode, "
             f"{backend} network); targets in frame "
             f"{next(iter(self.frames))}; trajectories on {controller}/joint_trajectory"
-            + (f"; streaming setpoints at {stream_rate:g} Hz" if self.stream else "")
+            + (f"; streaming setpoints at {p['stream_rate']:g} Hz" if self.stream else "")
         )
 
     # -- inputs -----------------------------------------------------------------------------------
