@@ -67,16 +67,25 @@ def test_params_files_use_the_ros_layout_and_name_real_parameters():
 
 
 def _declared(node: str) -> set[str]:
-    """Parameter names a node declares, read from its source."""
+    """Parameter names a node declares, read from its source: ``declare(node, "name", ...)``
+    calls, and the keys of a module-level ``PARAMETERS = {...}`` table it declares in a loop."""
     source = {"sim_node": "arm_node"}.get(node, node)  # sim_node is arm_node with the sim
     tree = ast.parse((ROOT / "robot_ik_nn" / "nodes" / f"{source}.py").read_text())
-    return {
+    called = {
         c.args[1].value
         for c in ast.walk(tree)
         if isinstance(c, ast.Call)
         and getattr(c.func, "id", "") == "declare"
         and isinstance(c.args[1], ast.Constant)
     }
+    table = {
+        key.value
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        and [getattr(t, "id", "") for t in n.targets] == ["PARAMETERS"]
+        for key in n.value.keys
+    }
+    return called | table
 
 
 @pytest.mark.parametrize("session", ["train", "inference", "display", "deploy"])
