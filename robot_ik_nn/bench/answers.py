@@ -12,8 +12,9 @@
   plus ``rot_weight`` times rotation, metres) less the brute force's.
 - ``tracking``: several smooth paths of targets about 5 mm apart, each answer warm-started from
   the last: every target solved, and the largest step of any joint between two answers, beside
-  the largest step of the joints that made the path (near a singularity 5 mm of the tool can take
-  more than 0.2 rad of some joint, whatever the solver).
+  the largest step of the joints that made the path. A path whose own joints step more than
+  ``own_step`` (0.1 rad) between two targets passes near a singularity, where 5 mm of the tool
+  can take more than 0.2 rad of some joint whatever the solver: it is set aside (and listed).
 """
 
 from __future__ import annotations
@@ -117,11 +118,16 @@ def _score(solver, q, p, quat) -> float:
     return float(solver.settings.score(pe[0], re[0]))
 
 
-def tracking(solver, paths: int, n: int = 1000) -> dict:
+def tracking(solver, paths: int, n: int = 1000, own_step: float = 0.1) -> dict:
     arm, pose = solver.arm, solver.mode == "pose"
-    rows = []
-    for seed in range(paths):
-        q_path, P, R = tracking_path(arm, solver.forward, n, seed=100 + seed)
+    rows, set_aside, seed = [], [], 100
+    while len(rows) < paths:
+        q_path, P, R = tracking_path(arm, solver.forward, n, seed=seed)
+        seed += 1
+        own = float(np.max(np.abs(np.diff(q_path, axis=0))))  # the joints that made the path
+        if own > own_step:  # through a singularity: no answer could follow it in small steps
+            set_aside.append({"path": seed - 1, "path_max_joint_step_rad": own})
+            continue
         Q = matrix_to_quaternion(R) if pose else None
         last, answers, solved = q_path[0], np.full((n, arm.dof), np.nan), 0
         for i in range(n):
@@ -130,10 +136,9 @@ def tracking(solver, paths: int, n: int = 1000) -> dict:
             if answer.q is not None:
                 answers[i] = last = answer.q
         step = float(np.nanmax(np.abs(np.diff(answers, axis=0))))
-        own = float(np.max(np.abs(np.diff(q_path, axis=0))))  # the joints that made the path
         rows.append(
             {
-                "path": seed,
+                "path": seed - 1,
                 "solved": int(solved),
                 "max_joint_step_rad": step,
                 "path_max_joint_step_rad": own,
@@ -142,6 +147,8 @@ def tracking(solver, paths: int, n: int = 1000) -> dict:
     return {
         "targets_per_path": n,
         "paths": rows,
+        "path_max_own_step_rad": own_step,
+        "set_aside": set_aside,
         "all_solved": all(r["solved"] == n for r in rows),
         "max_joint_step_rad": max(r["max_joint_step_rad"] for r in rows),
     }
@@ -158,7 +165,9 @@ def format_table(r: dict) -> str:
         f"{u['reason_says_outside_the_reach']} say so; closest pose within 1 mm of a "
         f"{u['brute_restarts']:,}-seed brute force: {u['within_1mm_of_brute_force']} "
         f"(largest gap {u['gap_to_brute_force_mm_max']:.3f} mm), median {u['us_median']:.0f} µs\n"
-        f"  tracking: {len(t['paths'])} paths of {t['targets_per_path']} targets 5 mm apart, "
+        f"  tracking: {len(t['paths'])} paths of {t['targets_per_path']} targets 5 mm apart "
+        f"({len(t['set_aside'])} set aside: their own joints step over "
+        f"{t['path_max_own_step_rad']} rad), "
         f"all solved: {t['all_solved']}, largest joint step per path "
         + ", ".join(
             f"{p['max_joint_step_rad']:.3f} (path's own {p['path_max_joint_step_rad']:.3f})"

@@ -26,7 +26,16 @@ from numba import njit, prange
 
 from . import targets
 from .collision import free
-from .kernel import clamp, fk, quat_to_matrix, refine, residual, restart_seed, weighted
+from .kernel import (
+    clamp,
+    fk,
+    near_seed,
+    quat_to_matrix,
+    refine,
+    residual,
+    restart_seed,
+    weighted,
+)
 from .layout import (
     CONTINUOUS,
     FAR_ITERS,
@@ -55,6 +64,9 @@ from .layout import (
     views,
 )
 from .seeds import net_forward
+
+NEAR_TRIES = 64  # seeds around a warm start that LM could not finish from (a joint at a limit)
+NEAR_SPREAD = 0.05  # rad (m): each joint drawn within this of the warm start's
 
 
 @njit(cache=True)
@@ -174,10 +186,16 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             if weighted(pe, re, w) >= cfg[WARM]:
                 continue
             first_warm = 1
-            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws)
+            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws, True)
             if pe > pos_tol or re > rot_tol:  # near a limit projected steps converge slowly,
                 # and every other seed risks another branch (a jump of the arm): go on
-                pe, re, more = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
+                pe, re, more = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws, True)
+                used += more
+            for _ in range(NEAR_TRIES):  # stuck all the same: seeds around it, same branch
+                if pe <= pos_tol and re <= rot_tol:
+                    break
+                near_seed(chain, warm[0], NEAR_SPREAD, q, ws[15])
+                pe, re, more = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws, True)
                 used += more
         elif attempt < net_end:  # 2. the network's candidates, closest first
             if attempt == 1:
