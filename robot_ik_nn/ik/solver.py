@@ -20,7 +20,7 @@ import numpy as np
 
 from . import layout, policy, seeds
 from .settings import IKSettings
-from .targets import STATUS, Answer, BatchResult, words
+from .targets import SOLVED, STATUS, Answer, BatchResult, words
 
 
 class Solver:
@@ -192,44 +192,57 @@ class Solver:
             from .many import listed
 
             return listed(self, pt, quat, has_quat, current, solutions, order, started, patience)
-        if last is None and current is None:
-            warm = self._warm[0]
-        else:
-            starts = [s for s in (last, current) if s is not None]
-            warm = self._warm[len(starts)]
-            for k, s in enumerate(starts):
-                warm[k] = s
+        if current is None:
+            starts = () if last is None else (last,)
+        else:  # the same joints given as both are one warm start
+            starts = (current,) if last is None or last is current else (last, current)
+        warm = self._warm[len(starts)]
+        for k, start in enumerate(starts):
+            warm[k] = start
         has_cur = current is not None
+        cur = self._cur
         if has_cur:
-            self._cur[:] = current
+            cur[:] = current
         has_seed = self._outside and self._outside_seed(pt, quat if has_quat else None, current)
         n = self.arm.dof
         out = np.empty(n + 5)
-        args = (
-            self._model,
-            self._netw,
-            pt,
-            quat,
-            has_quat,
-            warm,
-            self._cur,
-            has_cur,
-            self._seed,
-            has_seed,
-            self._scratch,
-            out,
-        )
         if self._solve_one is None:  # the first call resolves the types; later ones skip that
-            self._solve_one = _compiled_entry(policy.solve_one, args)
+            self._solve_one = _compiled_entry(
+                policy.solve_one,
+                (self._model, self._netw, pt, quat, has_quat, warm, cur, has_cur)
+                + (self._seed, has_seed, self._scratch, out),
+            )
         else:
-            self._solve_one(*args)
-        status, why, pe, re, its = out[n:].tolist()
-        status = int(status)
+            self._solve_one(
+                self._model,
+                self._netw,
+                pt,
+                quat,
+                has_quat,
+                warm,
+                cur,
+                has_cur,
+                self._seed,
+                has_seed,
+                self._scratch,
+                out,
+            )
+        status = int(out[n])
+        if status == 0:  # the common case, without words
+            return Answer(
+                out[:n],
+                SOLVED,
+                out[n + 2],
+                out[n + 3],
+                "",
+                time.perf_counter() - started,
+                int(out[n + 4]),
+            )
+        _, why, pe, re, its = out[n:].tolist()
         answer = Answer(
             None if status == 2 else out[:n], STATUS[status], pe, re, "", 0.0, int(its)
         )
-        if status:
-            answer.reason = self._reason(status, why, pt, quat if has_quat else None, pe, re)
+        answer.reason = self._reason(status, why, pt, quat if has_quat else None, pe, re)
         answer.seconds = time.perf_counter() - started
         return answer
 
@@ -382,9 +395,12 @@ def _torch_candidates(net, P, R, current):
     return q.double().numpy()
 
 
+_F64 = np.dtype(np.float64)
+
+
 def _vector(value, size: int):
     """``value`` as a contiguous float64 vector of ``size`` numbers, or None."""
-    if type(value) is not np.ndarray or value.dtype != np.float64 or not value.flags.c_contiguous:
+    if type(value) is not np.ndarray or value.dtype is not _F64 or not value.flags.c_contiguous:
         try:
             value = np.ascontiguousarray(value, dtype=float)
         except (TypeError, ValueError):
