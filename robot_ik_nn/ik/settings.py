@@ -40,7 +40,7 @@ class IKSettings:
     margin: float = 0.0  # rad (m): kept from every limited joint's limits
     reach_margin: float = 2.0  # targets beyond this times the reach bound are rejected
     far_restarts: int = 1000  # seeds at most for a target outside the reach (a closest pose)
-    far_patience: int = 150  # ... ending after this many in a row that brought it no closer
+    far_patience: int = 300  # ... ending after this many in a row that brought it no closer
     far_iterations: int = 100  # LM iterations from each of them (a miss converges slowly)
     far_polish: int = 1000  # LM iterations more for the closest of them
     quat_tolerance: float = 1e-3  # |norm - 1| above this: the quaternion is rejected
