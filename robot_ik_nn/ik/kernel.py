@@ -29,9 +29,6 @@ from .layout import (
     TYPE,
 )
 
-SHY_FLOOR = 1e-4  # the least a shy step's weight for a joint at its limit (see refine)
-
-
 
 # -- kinematics -----------------------------------------------------------------------------------
 @njit(cache=True)
@@ -274,33 +271,11 @@ def _damped_step(J, e, m, n, lam, H, rhs, step):
 
 
 @njit(cache=True)
-def weigh(chain, q, J, m, step, back):
-    """Scale the Jacobian's columns by sqrt(1 - u^2) (the shy step's weights, ``back`` False);
-    with ``back``, undo that and scale the step the same way."""
-    for j in range(q.shape[0]):
-        f = 1.0
-        if chain[j, TYPE] != CONTINUOUS:
-            lo, hi = chain[j, LO], chain[j, HI]
-            u = (2.0 * q[j] - lo - hi) / max(hi - lo, 1e-12)
-            f = math.sqrt(max(1.0 - u * u, SHY_FLOOR))
-        if back:
-            step[j] *= f
-            f = 1.0 / f
-        for r in range(m):
-            J[r, j] *= f
-
-
-@njit(cache=True)
-def refine(chain, cfg, q, pt, Rt, has_rot, iterations, ws, shy=False):
+def refine(chain, cfg, q, pt, Rt, has_rot, iterations, ws):
     """Levenberg-Marquardt from ``q`` (changed in place), projected onto the limits after each
     step. Each trial point is linearised once: an accepted step's Jacobian is the next one's.
     Stops when the error is far inside the tolerance, or when no step helps any more.
-    Returns (position error, rotation error) at the final ``q`` and the iterations used.
-
-    ``shy`` (tracking an arm with joints to spare): the least weighted-norm step, each joint
-    weighed 1 / (1 - u^2), u its place between mid-range (0) and a limit (1), so that joints near
-    a limit move little and the others take the motion over; step after step the arm moves away
-    from the limits the path would otherwise run it into (and jump to another branch there)."""
+    Returns (position error, rotation error) at the final ``q`` and the iterations used."""
     n = q.shape[0]
     q_new, step, rhs, e, e_new = ws[0], ws[2], ws[3], ws[4], ws[5]
     J, J_new, H = ws[6], ws[7], ws[8]
@@ -313,12 +288,7 @@ def refine(chain, cfg, q, pt, Rt, has_rot, iterations, ws, shy=False):
         if cost <= cfg[STOP] or lam >= 1e3:
             break
         used += 1
-        if shy and m < n:
-            weigh(chain, q, J, m, step, False)
-            _damped_step(J, e, m, n, lam, H, rhs, step)
-            weigh(chain, q, J, m, step, True)
-        else:
-            _damped_step(J, e, m, n, lam, H, rhs, step)
+        _damped_step(J, e, m, n, lam, H, rhs, step)
         for a in range(n):
             q_new[a] = q[a] + step[a]
         clamp(chain, q_new)

@@ -5,7 +5,9 @@ For each target: the verdict of targets.check (a rejected target is not solved a
 mid-range), projected into the limits and judged; otherwise, first answer within tolerance wins:
 
 1. a warm start (the last answer, or the arm's joints) that is already within ``warm_radius``:
-   tracking, where the arm is the best guess (refined ``restart_iterations`` more if need be);
+   tracking, where the arm is the best guess (refined ``restart_iterations`` more if need be,
+   then from up to NEAR_TRIES seeds around it: a joint at a limit can stall LM there, and a
+   seed elsewhere risks another branch, a jump of the arm);
 2. the network's candidates (one per head), the one whose tool lands closest first;
 3. the other warm starts; without network and warm starts, mid-range;
 4. up to ``restarts`` seeds, alternately the best answer so far with its joints stuck at a limit
@@ -186,16 +188,16 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             if weighted(pe, re, w) >= cfg[WARM]:
                 continue
             first_warm = 1
-            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws, True)
+            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws)
             if pe > pos_tol or re > rot_tol:  # near a limit projected steps converge slowly,
                 # and every other seed risks another branch (a jump of the arm): go on
-                pe, re, more = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws, True)
+                pe, re, more = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
                 used += more
             for _ in range(NEAR_TRIES):  # stuck all the same: seeds around it, same branch
                 if pe <= pos_tol and re <= rot_tol:
                     break
                 near_seed(chain, warm[0], NEAR_SPREAD, q, ws[15])
-                pe, re, more = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws, True)
+                pe, re, more = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
                 used += more
         elif attempt < net_end:  # 2. the network's candidates, closest first
             if attempt == 1:
