@@ -77,3 +77,23 @@ def test_refinement_reaches_reachable_targets_and_keeps_the_limits(name, slider_
     assert np.linalg.norm(p.numpy() - P[result.solved], axis=1).max() <= 1e-3
     if full_pose:
         assert rot.rotation_angle(r.numpy(), R[result.solved]).max() <= 0.01
+
+
+def test_holding_a_joint_at_its_limit_lets_a_closest_pose_converge():
+    # a target far outside the InMoov arm's reach; from this start the closest pose leans on
+    # the limits of joints 2, 4 and 5: clipped steps stall LM short of it, held joints do not
+    solver = Solver(ArmModel.load("inmoov_right_arm"))
+    chain, cfg = layout.parts(solver._model)[:2]
+    d = np.array([0.3, -0.8, 0.5])
+    pt = solver.origin + d / np.linalg.norm(d) * 1.6 * solver.arm.reach
+    Rt = rot.quaternion_to_matrix(
+        np.array([0.3, -0.2, 0.6, 0.7]) / np.linalg.norm([0.3, -0.2, 0.6, 0.7])
+    )
+    scores = {}
+    for hold in (False, True):
+        q = np.array([-0.864, 0.0, 0.378, 0.0, -0.33])
+        ws = layout.views(np.zeros(layout.scratch_size(solver.arm.dof)), solver.arm.dof, 1, 1)
+        pe, re, _ = kernel.refine(chain, cfg, q, pt, Rt, True, 1000, ws, hold)
+        assert np.all(q >= solver.arm.lower - 1e-12) and np.all(q <= solver.arm.upper + 1e-12)
+        scores[hold] = kernel.weighted(pe, re, cfg[layout.ROT_W])
+    assert scores[True] < scores[False] - 1e-4, scores  # closer by more than 0.1 mm

@@ -271,11 +271,15 @@ def _damped_step(J, e, m, n, lam, H, rhs, step):
 
 
 @njit(cache=True)
-def refine(chain, cfg, q, pt, Rt, has_rot, iterations, ws):
+def refine(chain, cfg, q, pt, Rt, has_rot, iterations, ws, hold=False):
     """Levenberg-Marquardt from ``q`` (changed in place), projected onto the limits after each
     step. Each trial point is linearised once: an accepted step's Jacobian is the next one's.
     Stops when the error is far inside the tolerance, or when no step helps any more.
-    Returns (position error, rotation error) at the final ``q`` and the iterations used."""
+    Returns (position error, rotation error) at the final ``q`` and the iterations used.
+
+    ``hold`` (a closest pose, far from the target): a joint at a limit that the error pulls
+    beyond it is held there, out of the step, instead of clipped after it; a clipped step is no
+    longer the one LM chose, stops descending, and LM stalls short of the closest pose."""
     n = q.shape[0]
     q_new, step, rhs, e, e_new = ws[0], ws[2], ws[3], ws[4], ws[5]
     J, J_new, H = ws[6], ws[7], ws[8]
@@ -288,6 +292,16 @@ def refine(chain, cfg, q, pt, Rt, has_rot, iterations, ws):
         if cost <= cfg[STOP] or lam >= 1e3:
             break
         used += 1
+        if hold:
+            for j in range(n):
+                if chain[j, TYPE] == CONTINUOUS:
+                    continue
+                g = 0.0
+                for r in range(m):
+                    g += J[r, j] * e[r]
+                if (q[j] <= chain[j, LO] and g < 0.0) or (q[j] >= chain[j, HI] and g > 0.0):
+                    for r in range(m):
+                        J[r, j] = 0.0
         _damped_step(J, e, m, n, lam, H, rhs, step)
         for a in range(n):
             q_new[a] = q[a] + step[a]

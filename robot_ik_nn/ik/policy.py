@@ -261,7 +261,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
                     best[:] = q
         # far from the target the Gauss-Newton model is poor and LM creeps: refine on
         q[:] = best
-        pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, int(cfg[FAR_POLISH]), ws)
+        pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, int(cfg[FAR_POLISH]), ws, True)
         total += used
         if weighted(pe, re, w) < best_score and (
             not checking or free(chain, spheres, pairs, obstacles, q)
