@@ -354,4 +354,3 @@ def near_seed(chain, base, spread, out, state):
     for j in range(out.shape[0]):
         out[j] = base[j] + spread * (2.0 * _uniform(state) - 1.0)
     clamp(chain, out)
-
