@@ -58,8 +58,8 @@ def test_every_backend_gives_the_torch_networks_joints(with_onnx, targets):
     chain, cfg, meta, sizes = layout.parts(compiled._model)
     out, h1, h2 = (
         np.empty((2, 6)),
-        np.empty(compiled.network.width),
-        np.empty(compiled.network.width),
+        np.empty(2 * compiled.network.width),
+        np.empty(2 * compiled.network.width),
     )
     for i in range(1000):
         seeds.net_forward(compiled._netw, sizes, meta, P[i], R[i], np.zeros(6), False, out, h1, h2)

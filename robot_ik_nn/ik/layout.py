@@ -163,14 +163,15 @@ def collision_parts(model):
 
 # -- scratch: one buffer per thread, seen through views -------------------------------------------
 def scratch_size(n: int, heads: int = 1, width: int = 1) -> int:
-    return 4 * n + 12 + 12 * n + n * n + 12 + 6 * n + 9 + heads * n + heads + 2 * width + 1
+    return 4 * n + 12 + 12 * n + n * n + 12 + 6 * n + 9 + heads * n + heads + 4 * width + 1
 
 
 @njit(cache=True)
 def views(scratch, n, heads, width):
     """Views of the scratch buffers for one solve: q_new, best, step, rhs (n); e, e_new (6);
-    J, J_new (6, n); H (n, n); p (3); R (3, 3); work (n, 6); Rt (3, 3); h1, h2 (the network's);
-    the random state (1, uint64); the network's candidates (heads, n) and their scores (heads)."""
+    J, J_new (6, n); H (n, n); p (3); R (3, 3); work (n, 6); Rt (3, 3); h1, h2 (the network's,
+    2 width each); the random state (1, uint64); the network's candidates (heads, n) and their
+    scores (heads)."""
     o = 0
     q_new, best, step, rhs = (
         scratch[o : o + n],
@@ -198,8 +199,8 @@ def views(scratch, n, heads, width):
     o += heads * n
     scores = scratch[o : o + heads]
     o += heads
-    h1, h2 = scratch[o : o + width], scratch[o + width : o + 2 * width]
-    o += 2 * width
+    h1, h2 = scratch[o : o + 2 * width], scratch[o + 2 * width : o + 4 * width]
+    o += 4 * width
     state = scratch[o : o + 1].view(np.uint64)
     return (
         q_new,
