@@ -280,12 +280,19 @@ def refine(chain, cfg, q, pt, Rt, has_rot, iterations, ws, hold=False):
     ``hold`` (a closest pose, far from the target): a joint at a limit that the error pulls
     beyond it is held there, out of the step, instead of clipped after it; a clipped step is no
     longer the one LM chose, stops descending, and LM stalls short of the closest pose."""
+    clamp(chain, q)
+    cost, pe, re = residual(chain, cfg, q, pt, Rt, has_rot, ws[4], ws[6], ws, True)
+    return descend(chain, cfg, q, pt, Rt, has_rot, iterations, ws, cost, pe, re, hold)
+
+
+@njit(cache=True)
+def descend(chain, cfg, q, pt, Rt, has_rot, iterations, ws, cost, pe, re, hold=False):
+    """:func:`refine` from a ``q`` inside the limits whose residual (``cost``, ``pe``, ``re``)
+    and Jacobian are already in ``ws[4]`` and ``ws[6]`` (residual's ``e`` and ``J``)."""
     n = q.shape[0]
     q_new, step, rhs, e, e_new = ws[0], ws[2], ws[3], ws[4], ws[5]
     J, J_new, H = ws[6], ws[7], ws[8]
     m = 6 if has_rot else 3
-    clamp(chain, q)
-    cost, pe, re = residual(chain, cfg, q, pt, Rt, has_rot, e, J, ws, True)
     lam = 1e-3
     used = 0
     for _ in range(iterations):

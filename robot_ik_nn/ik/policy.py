@@ -30,6 +30,7 @@ from . import targets
 from .collision import free
 from .kernel import (
     clamp,
+    descend,
     fk,
     near_seed,
     quat_to_matrix,
@@ -184,11 +185,11 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
                 continue
             q[:] = warm[0]
             clamp(chain, q)
-            _, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, False)
+            cost, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, True)
             if weighted(pe, re, w) >= cfg[WARM]:
                 continue
             first_warm = 1
-            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws)
+            pe, re, used = descend(chain, cfg, q, pt, Rt, has_quat, iters, ws, cost, pe, re)
             if pe > pos_tol or re > rot_tol:  # near a limit projected steps converge slowly,
                 # and every other seed risks another branch (a jump of the arm): go on
                 pe, re, more = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)

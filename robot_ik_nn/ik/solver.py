@@ -78,7 +78,7 @@ class Solver:
         self._outside = self.backend in ("numpy", "onnx", "torch")  # the network runs outside
         self._solve_one = None
         self._variants: dict = {}
-        self._seed, self._cur = np.zeros((net.heads, n)), np.zeros(n)
+        self._n, self._seed, self._cur = n, np.zeros((net.heads, n)), np.zeros(n)
         self._warm = [np.zeros((k, n)) for k in range(3)]
         self.origin = self.arm.joints[0].origin[:3, 3].copy()
         self.max_reach = float(self._model[int(self._model[4]) + layout.REACH])
@@ -204,14 +204,17 @@ class Solver:
         if has_cur:
             cur[:] = current
         has_seed = self._outside and self._outside_seed(pt, quat if has_quat else None, current)
-        n = self.arm.dof
+        n = self._n
         out = np.empty(n + 5)
-        args = (self._model, self._netw, pt, quat, has_quat, warm, cur, has_cur)
-        args += (self._seed, has_seed, self._scratch, out)
         if self._solve_one is None:  # the first call resolves the types; later ones skip that
+            args = (self._model, self._netw, pt, quat, has_quat, warm, cur, has_cur)
+            args += (self._seed, has_seed, self._scratch, out)
             self._solve_one = _compiled_entry(policy.solve_one, args)
         else:
-            self._solve_one(*args)
+            self._solve_one(
+                self._model, self._netw, pt, quat, has_quat, warm, cur, has_cur, self._seed,
+                has_seed, self._scratch, out,
+            )
         status = int(out[n])
         if status == 0:  # the common case, without words
             return Answer(
