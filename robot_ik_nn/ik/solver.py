@@ -206,15 +206,12 @@ class Solver:
         has_seed = self._outside and self._outside_seed(pt, quat if has_quat else None, current)
         n = self._n
         out = np.empty(n + 5)
+        args = (self._model, self._netw, pt, quat, has_quat, warm, cur, has_cur)
+        args += (self._seed, has_seed, self._scratch, out)
         if self._solve_one is None:  # the first call resolves the types; later ones skip that
-            args = (self._model, self._netw, pt, quat, has_quat, warm, cur, has_cur)
-            args += (self._seed, has_seed, self._scratch, out)
             self._solve_one = _compiled_entry(policy.solve_one, args)
         else:
-            self._solve_one(
-                self._model, self._netw, pt, quat, has_quat, warm, cur, has_cur, self._seed,
-                has_seed, self._scratch, out,
-            )
+            self._solve_one(*args)
         status = int(out[n])
         if status == 0:  # the common case, without words
             return Answer(
