@@ -191,8 +191,9 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             first_warm = 1
             pe, re, used = descend(chain, cfg, q, pt, Rt, has_quat, iters, ws, cost, pe, re)
             if pe > pos_tol or re > rot_tol:  # near a limit projected steps converge slowly,
-                # and every other seed risks another branch (a jump of the arm): go on
-                pe, re, more = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
+                # and every other seed risks another branch (a jump of the arm): go on, with the
+                # joints that press on a limit held out of the step (as for a closest pose)
+                pe, re, more = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws, True)
                 used += more
             for _ in range(NEAR_TRIES):  # stuck all the same: seeds around it, same branch
                 if pe <= pos_tol and re <= rot_tol:
