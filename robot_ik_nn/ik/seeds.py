@@ -217,20 +217,28 @@ _E10, _E9, _E8, _E7, _E6, _E5, _E4, _E3, _E2, _E1, _E0 = (
 _LOG2E = 1.0 / math.log(2.0)
 
 
-@njit(cache=True, fastmath=True)
+_ROUND = 1.5 * 2.0**52  # x + _ROUND - _ROUND: x rounded to a whole number, kept in the low bits
+
+
+# fastmath without reassociation: that would fold (t + _ROUND) - _ROUND into t
+@njit(cache=True, fastmath={"nnan", "ninf", "nsz", "contract", "arcp"})
 def _silu(y, poly, bits):
     """y * sigmoid(y) in place; exp(-y) = 2**k 2**f with k whole, |f| <= 1/2. ``poly`` and
-    ``bits`` (int64) are scratch of y's length: 2**f, and 2**k written as float64 bits."""
+    ``bits`` (int64) are scratch of y's length: 2**f, and 2**k built in float64's bits. k comes
+    from the rounding constant's low bits, not from a float-to-integer conversion, which AVX2
+    cannot do four at a time: every loop here vectorises."""
+    scale = bits.view(np.float64)
     for o in range(y.shape[0]):
         t = min(max(-y[o] * _LOG2E, -1020.0), 1020.0)  # 2**t stays a normal float64
-        k = math.floor(t + 0.5)
-        f = t - k
+        r = t + _ROUND
+        f = t - (r - _ROUND)
         poly[o] = (
             (((((((((_E10 * f + _E9) * f + _E8) * f + _E7) * f + _E6) * f + _E5) * f + _E4) * f
             + _E3) * f + _E2) * f + _E1) * f + _E0
         )
-        bits[o] = np.int64(k + 1023.0) << 52
-    scale = bits.view(np.float64)
+        scale[o] = r
+    for o in range(y.shape[0]):  # the low bits hold k (two's complement): the exponent field
+        bits[o] = (bits[o] + 1023) << 52
     for o in range(y.shape[0]):
         y[o] = y[o] / (1.0 + poly[o] * scale[o])
 
