@@ -33,7 +33,7 @@ def test_link_frames_end_at_the_kernels_tip(name, slider_arm):
     chain = layout.pack_chain(arm)
     frames = np.zeros((arm.dof + 1, 12))
     p, R = np.empty(3), np.empty((3, 3))
-    J, work = np.empty((6, arm.dof)), np.empty((arm.dof, 6))
+    J, work = np.empty((6, arm.dof)), np.empty((kernel.WORK_ROWS, arm.dof))
     rng = np.random.default_rng(3)
     for q in rng.uniform(arm.lower, arm.upper, (50, arm.dof)):
         collision.link_frames(chain, q, frames)

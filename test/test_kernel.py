@@ -28,7 +28,8 @@ def test_forward_kinematics_and_jacobian_match_torch(name, slider_arm):
     q[:, arm.continuous] *= 3  # continuous joints go round more than once
     pos, R, J = kin.jacobian(q)
     chain = layout.pack_chain(arm)
-    p, Rk, Jk, work = np.empty(3), np.empty((3, 3)), np.empty((6, arm.dof)), np.empty((arm.dof, 6))
+    p, Rk, Jk = np.empty(3), np.empty((3, 3)), np.empty((6, arm.dof))
+    work = np.empty((kernel.WORK_ROWS, arm.dof))
     for i in range(0, 1000, 7):
         kernel.fk(chain, q[i].numpy(), p, Rk, Jk, work, True)
         np.testing.assert_allclose(p, pos[i].numpy(), atol=1e-12)

@@ -163,15 +163,15 @@ def collision_parts(model):
 
 # -- scratch: one buffer per thread, seen through views -------------------------------------------
 def scratch_size(n: int, heads: int = 1, width: int = 1) -> int:
-    return 4 * n + 12 + 12 * n + n * n + 12 + 6 * n + 9 + heads * n + heads + 4 * width + 1
+    return 4 * n + 12 + 12 * n + n * n + 12 + 9 * n + 9 + heads * n + heads + 4 * width + 1
 
 
 @njit(cache=True)
 def views(scratch, n, heads, width):
     """Views of the scratch buffers for one solve: q_new, best, step, rhs (n); e, e_new (6);
-    J, J_new (6, n); H (n, n); p (3); R (3, 3); work (n, 6); Rt (3, 3); h1, h2 (the network's,
-    2 width each); the random state (1, uint64); the network's candidates (heads, n) and their
-    scores (heads)."""
+    J, J_new (6, n); H (n, n); p (3); R (3, 3); work (9, n: kernel.fk's); Rt (3, 3); h1, h2 (the
+    network's, 2 width each); the random state (1, uint64); the network's candidates (heads, n)
+    and their scores (heads)."""
     o = 0
     q_new, best, step, rhs = (
         scratch[o : o + n],
@@ -191,8 +191,8 @@ def views(scratch, n, heads, width):
     o += n * n
     p, R = scratch[o : o + 3], scratch[o + 3 : o + 12].reshape((3, 3))
     o += 12
-    work = scratch[o : o + 6 * n].reshape((n, 6))
-    o += 6 * n
+    work = scratch[o : o + 9 * n].reshape((9, n))  # kernel.WORK_ROWS
+    o += 9 * n
     Rt = scratch[o : o + 9].reshape((3, 3))
     o += 9
     netq = scratch[o : o + heads * n].reshape((heads, n))

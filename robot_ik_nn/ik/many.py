@@ -24,7 +24,7 @@ from numba import njit
 
 from . import targets
 from .collision import free
-from .kernel import clamp, fk, quat_to_matrix, refine, restart_seed, weighted
+from .kernel import WORK_ROWS, clamp, fk, quat_to_matrix, refine, restart_seed, weighted
 from .layout import (
     CONTINUOUS,
     ITERS,
@@ -138,7 +138,7 @@ def manipulability(model, Q, out):
     """sqrt(det(J J^T)) of each row of ``Q`` (the position rows alone for a 3-joint arm)."""
     chain = parts(model)[0]
     n = Q.shape[1]
-    p, R, J, work = np.empty(3), np.empty((3, 3)), np.empty((6, n)), np.empty((n, 6))
+    p, R, J, work = np.empty(3), np.empty((3, 3)), np.empty((6, n)), np.empty((WORK_ROWS, n))
     for i in range(Q.shape[0]):
         fk(chain, Q[i], p, R, J, work, True)
         rows = 6 if n >= 6 else 3

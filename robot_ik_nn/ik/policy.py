@@ -29,6 +29,7 @@ from numba import njit, prange
 from . import targets
 from .collision import free
 from .kernel import (
+    WORK_ROWS,
     clamp,
     descend,
     fk,
@@ -342,6 +343,6 @@ def forward_batch(model, Q, P, R, chunks):
     chain = parts(model)[0]
     B, n = Q.shape
     for c in prange(chunks):
-        J, work = np.empty((6, n)), np.empty((n, 6))
+        J, work = np.empty((6, n)), np.empty((WORK_ROWS, n))
         for i in range(c * B // chunks, (c + 1) * B // chunks):
             fk(chain, Q[i], P[i], R[i], J, work, False)
