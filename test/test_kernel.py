@@ -98,3 +98,24 @@ def test_holding_a_joint_at_its_limit_lets_a_closest_pose_converge():
         assert np.all(q >= solver.arm.lower - 1e-12) and np.all(q <= solver.arm.upper + 1e-12)
         scores[hold] = kernel.weighted(pe, re, cfg[layout.ROT_W])
     assert scores[True] < scores[False] - 1e-4, scores  # closer by more than 0.1 mm
+
+
+def test_the_compiled_sines_are_libm_s_within_an_ulp():
+    # fk's own sin and 1 - cos (polynomials, no libm call) on joint angles as LM meets them:
+    # several turns either way, exact quarter turns, and tiny angles where 1 - cos is all
+    # in the last digits and must keep its relative precision
+    rng = np.random.default_rng(4)
+    q = np.concatenate(
+        [
+            rng.uniform(-20.0, 20.0, 200_000),
+            np.arange(-8, 9) * np.pi / 2,
+            [0.0, -0.0, 1e-300, 1e-12, -3e-8, 2e-4],
+        ]
+    )
+    s, c1, k = np.empty_like(q), np.empty_like(q), np.empty(len(q), np.int64)
+    kernel.sincos(q, s, c1, k)
+    assert np.abs(s - np.sin(q)).max() <= 2.3e-16
+    assert np.abs(c1 - (1.0 - np.cos(q))).max() <= 4.5e-16
+    small = (np.abs(q) < 0.1) & (q != 0)
+    exact = 2.0 * np.sin(q[small] / 2.0) ** 2  # 1 - cos without the cancellation
+    assert np.all(np.abs(c1[small] - exact) <= 4e-16 * exact)
