@@ -118,4 +118,4 @@ def test_the_compiled_sines_are_libm_s_within_an_ulp():
     assert np.abs(c1 - (1.0 - np.cos(q))).max() <= 4.5e-16
     small = (np.abs(q) < 0.1) & (q != 0)
     exact = 2.0 * np.sin(q[small] / 2.0) ** 2  # 1 - cos without the cancellation
-    assert np.all(np.abs(c1[small] - exact) <= 4e-16 * exact)
+    assert np.all(np.abs(c1[small] - exact) <= 1e-15 * exact)  # a few roundings, relative
