@@ -79,6 +79,8 @@ class Solver:
         self._solve_one = None
         self._variants: dict = {}
         self._n, self._seed, self._cur = n, np.zeros((net.heads, n)), np.zeros(n)
+        # the arm's joints matter to the kernel only as a tracking network's input
+        self._net_reads_current = self.network is not None and bool(net.meta[seeds.NM_TRACK])
         self._warm = [np.zeros((k, n)) for k in range(3)]
         self.origin = self.arm.joints[0].origin[:3, 3].copy()
         self.max_reach = float(self._model[int(self._model[4]) + layout.REACH])
@@ -192,38 +194,32 @@ class Solver:
             from .many import listed
 
             return listed(self, pt, quat, has_quat, current, solutions, order, started, patience)
-        if current is None:
-            starts = () if last is None else (last,)
-        else:  # the same joints given as both are one warm start
-            starts = (current,) if last is None or last is current else (last, current)
-        warm = self._warm[len(starts)]
-        for k, start in enumerate(starts):
-            warm[k] = start
+        first = last if last is not None else current  # the freshest warm start
+        if first is None:
+            warm = self._warm[0]
+        elif current is None or current is last or last is None:  # one warm start
+            warm = self._warm[1]
+            warm[0] = first
+        else:
+            warm = self._warm[2]
+            warm[0], warm[1] = last, current
         has_cur = current is not None
         cur = self._cur
-        if has_cur:
+        if has_cur and self._net_reads_current:  # else the kernel never reads it
             cur[:] = current
         has_seed = self._outside and self._outside_seed(pt, quat if has_quat else None, current)
         n = self._n
         out = np.empty(n + 5)
-        args = (self._model, self._netw, pt, quat, has_quat, warm, cur, has_cur)
-        args += (self._seed, has_seed, self._scratch, out)
+        model, netw, seed, scratch = self._model, self._netw, self._seed, self._scratch
+        args = (model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_seed, scratch, out)
         if self._solve_one is None:  # the first call resolves the types; later ones skip that
             self._solve_one = _compiled_entry(policy.solve_one, args)
         else:
             self._solve_one(*args)
-        status = int(out[n])
+        status, why, pe, re, its = out[n:].tolist()
         if status == 0:  # the common case, without words
-            return Answer(
-                out[:n],
-                SOLVED,
-                out[n + 2],
-                out[n + 3],
-                "",
-                time.perf_counter() - started,
-                int(out[n + 4]),
-            )
-        _, why, pe, re, its = out[n:].tolist()
+            return Answer(out[:n], SOLVED, pe, re, "", time.perf_counter() - started, int(its))
+        status = int(status)
         answer = Answer(
             None if status == 2 else out[:n], STATUS[status], pe, re, "", 0.0, int(its)
         )
