@@ -7,7 +7,7 @@ import pytest
 
 from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.arm.rotations import matrix_to_quaternion
-from robot_ik_nn.ik import collision, kernel, layout
+from robot_ik_nn.ik import collision, forward, layout
 from robot_ik_nn.ik import spheres as cover
 from robot_ik_nn.ik.collision import CollisionModel
 
@@ -33,11 +33,11 @@ def test_link_frames_end_at_the_kernels_tip(name, slider_arm):
     chain = layout.pack_chain(arm)
     frames = np.zeros((arm.dof + 1, 12))
     p, R = np.empty(3), np.empty((3, 3))
-    J, work = np.empty((6, arm.dof)), np.empty((kernel.WORK_ROWS, arm.dof))
+    J, work = np.empty((6, arm.dof)), np.empty((layout.WORK_ROWS, arm.dof))
     rng = np.random.default_rng(3)
     for q in rng.uniform(arm.lower, arm.upper, (50, arm.dof)):
         collision.link_frames(chain, q, frames)
-        kernel.fk(chain, q, p, R, J, work, False)
+        forward.fk(chain, q, p, R, J, work, False)
         last = np.eye(4)
         last[:3, :3], last[:3, 3] = frames[-1, :9].reshape(3, 3), frames[-1, 9:]
         tip = last @ arm.tip_offset

@@ -9,7 +9,7 @@ import torch
 from robot_ik_nn.arm import rotations as rot
 from robot_ik_nn.arm.kinematics import Kinematics
 from robot_ik_nn.arm.model import ArmModel
-from robot_ik_nn.ik import kernel, layout
+from robot_ik_nn.ik import forward, kernel, layout
 from robot_ik_nn.ik.settings import IKSettings
 from robot_ik_nn.ik.solver import Solver
 
@@ -29,9 +29,9 @@ def test_forward_kinematics_and_jacobian_match_torch(name, slider_arm):
     pos, R, J = kin.jacobian(q)
     chain = layout.pack_chain(arm)
     p, Rk, Jk = np.empty(3), np.empty((3, 3)), np.empty((6, arm.dof))
-    work = np.empty((kernel.WORK_ROWS, arm.dof))
+    work = np.empty((layout.WORK_ROWS, arm.dof))
     for i in range(0, 1000, 7):
-        kernel.fk(chain, q[i].numpy(), p, Rk, Jk, work, True)
+        forward.fk(chain, q[i].numpy(), p, Rk, Jk, work, True)
         np.testing.assert_allclose(p, pos[i].numpy(), atol=1e-12)
         np.testing.assert_allclose(Rk, R[i].numpy(), atol=1e-12)
         np.testing.assert_allclose(Jk, J[i].numpy(), atol=1e-12)
@@ -48,10 +48,10 @@ def test_compiled_rotation_formulas_match_the_rotation_module():
     near_pi = R @ rot.quaternion_to_matrix(np.array([0.3, -0.2, 0.9, 1e-5]))
     out, Rk = np.empty(3), np.empty((3, 3))
     for i in range(400):
-        kernel.quat_to_matrix(q[i], Rk)
+        forward.quat_to_matrix(q[i], Rk)
         np.testing.assert_allclose(Rk, R[i], atol=1e-14)
         for target in (R2[i], near_pi[i]):
-            angle = kernel.rotation_error(R[i], target, out, 0)
+            angle = forward.rotation_error(R[i], target, out, 0)
             np.testing.assert_allclose(out, rot.rotation_error_vector(R[i], target), atol=1e-9)
             assert abs(angle - rot.rotation_angle(R[i], target)) < 1e-12
 
@@ -113,7 +113,7 @@ def test_the_compiled_sines_are_libm_s_within_an_ulp():
         ]
     )
     s, c1, k = np.empty_like(q), np.empty_like(q), np.empty(len(q), np.int64)
-    kernel.sincos(q, s, c1, k)
+    forward.sincos(q, s, c1, k)
     assert np.abs(s - np.sin(q)).max() <= 2.3e-16
     assert np.abs(c1 - (1.0 - np.cos(q))).max() <= 4.5e-16
     small = (np.abs(q) < 0.1) & (q != 0)

@@ -3,7 +3,7 @@
 Every function takes numpy arrays or torch tensors, batched over leading dimensions, and
 answers in kind: a numpy twin and a torch twin of each formula sit side by side here and are
 tested against each other. The numpy side never imports torch, so serving runs without it.
-(The compiled kernel in ``ik/kernel.py`` carries scalar copies of two of these formulas for
+(The compiled kernel in ``ik/forward.py`` carries scalar copies of two of these formulas for
 speed; tests hold it to these.)
 
 Joint quaternions: a joint's rotation by angle ``a`` about its own unit axis ``k`` is

@@ -162,14 +162,17 @@ def collision_parts(model):
 
 
 # -- scratch: one buffer per thread, seen through views -------------------------------------------
+WORK_ROWS = 9  # forward.fk's scratch: (WORK_ROWS, dof)
+
+
 def scratch_size(n: int, heads: int = 1, width: int = 1) -> int:
-    return 4 * n + 12 + 12 * n + n * n + 12 + 9 * n + 9 + heads * n + heads + 4 * width + 1
+    return 4 * n + 12 + 12 * n + n * n + 12 + WORK_ROWS * n + 9 + heads * n + heads + 4 * width + 1
 
 
 @njit(cache=True)
 def views(scratch, n, heads, width):
     """Views of the scratch buffers for one solve: q_new, best, step, rhs (n); e, e_new (6);
-    J, J_new (6, n); H (n, n); p (3); R (3, 3); work (9, n: kernel.fk's); Rt (3, 3); h1, h2 (the
+    J, J_new (6, n); H (n, n); p (3); R (3, 3); work (WORK_ROWS, n); Rt (3, 3); h1, h2 (the
     network's, 2 width each); the random state (1, uint64); the network's candidates (heads, n)
     and their scores (heads)."""
     o = 0
@@ -191,8 +194,8 @@ def views(scratch, n, heads, width):
     o += n * n
     p, R = scratch[o : o + 3], scratch[o + 3 : o + 12].reshape((3, 3))
     o += 12
-    work = scratch[o : o + 9 * n].reshape((9, n))  # kernel.WORK_ROWS
-    o += 9 * n
+    work = scratch[o : o + WORK_ROWS * n].reshape((WORK_ROWS, n))
+    o += WORK_ROWS * n
     Rt = scratch[o : o + 9].reshape((3, 3))
     o += 9
     netq = scratch[o : o + heads * n].reshape((heads, n))

@@ -24,7 +24,8 @@ from numba import njit
 
 from . import targets
 from .collision import free
-from .kernel import WORK_ROWS, clamp, fk, quat_to_matrix, refine, restart_seed, weighted
+from .forward import fk, quat_to_matrix
+from .kernel import clamp, refine, restart_seed, weighted
 from .layout import (
     CONTINUOUS,
     ITERS,
@@ -33,6 +34,7 @@ from .layout import (
     ROT_TOL,
     ROT_W,
     TYPE,
+    WORK_ROWS,
     collision_parts,
     parts,
     views,

@@ -28,13 +28,11 @@ from numba import njit, prange
 
 from . import targets
 from .collision import free
+from .forward import fk, quat_to_matrix
 from .kernel import (
-    WORK_ROWS,
     clamp,
     descend,
-    fk,
     near_seed,
-    quat_to_matrix,
     refine,
     residual,
     restart_seed,
@@ -63,6 +61,7 @@ from .layout import (
     TYPE,
     USE_NET,
     WARM,
+    WORK_ROWS,
     collision_parts,
     parts,
     views,
