@@ -190,10 +190,9 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
                 continue
             first_warm = 1
             pe, re, used = descend(chain, cfg, q, pt, Rt, has_quat, iters, ws, cost, pe, re)
-            if pe > pos_tol or re > rot_tol:  # near a limit projected steps converge slowly,
-                # and every other seed risks another branch (a jump of the arm): go on, with the
-                # joints that press on a limit held out of the step (as for a closest pose)
-                pe, re, more = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws, True)
+            if pe > pos_tol or re > rot_tol:  # near a limit LM converges slowly, and every
+                # other seed risks another branch (a jump of the arm): go on from here first
+                pe, re, more = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
                 used += more
             for _ in range(NEAR_TRIES):  # stuck all the same: seeds around it, same branch
                 if pe <= pos_tol and re <= rot_tol:
@@ -263,7 +262,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
                     best[:] = q
         # far from the target the Gauss-Newton model is poor and LM creeps: refine on
         q[:] = best
-        pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, int(cfg[FAR_POLISH]), ws, True)
+        pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, int(cfg[FAR_POLISH]), ws)
         total += used
         if weighted(pe, re, w) < best_score and (
             not checking or free(chain, spheres, pairs, obstacles, q)
