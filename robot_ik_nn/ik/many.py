@@ -25,7 +25,7 @@ from numba import njit
 from . import targets
 from .collision import free
 from .forward import fk, quat_to_matrix
-from .kernel import clamp, refine, restart_seed, weighted
+from .kernel import LAM_FAR, LAM_NEAR, clamp, refine, restart_seed, weighted
 from .layout import (
     CONTINUOUS,
     ITERS,
@@ -109,7 +109,8 @@ def solve_many(
             _mid_range(chain, q)
         else:
             restart_seed(chain, best, False, q, ws[15])
-        pe, re, _ = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws)
+        lam = LAM_NEAR if attempt < heads else LAM_FAR  # kernel.py: the first damping
+        pe, re, _ = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws, lam)
         if pe <= pos_tol and re <= rot_tol and (
             not checking or free(chain, spheres, pairs, obstacles, q)
         ):

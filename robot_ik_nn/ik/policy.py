@@ -30,6 +30,7 @@ from . import targets
 from .collision import free
 from .forward import fk, quat_to_matrix
 from .kernel import (
+    LAM_NEAR,
     clamp,
     descend,
     near_seed,
@@ -189,7 +190,9 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             if weighted(pe, re, w) >= cfg[WARM]:
                 continue
             first_warm = 1
-            pe, re, used = descend(chain, cfg, q, pt, Rt, has_quat, iters, ws, cost, pe, re)
+            pe, re, used = descend(
+                chain, cfg, q, pt, Rt, has_quat, iters, ws, cost, pe, re, LAM_NEAR
+            )
             if pe > pos_tol or re > rot_tol:  # near a limit LM converges slowly, and every
                 # other seed risks another branch (a jump of the arm): go on from here first
                 pe, re, more = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
@@ -204,7 +207,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             if attempt == 1:
                 _candidates(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws)
             q[:] = netq[_next_best(scores)]
-            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws)
+            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws, LAM_NEAR)
         elif attempt == net_end:  # 3. without network or warm start: mid-range
             if have_net or n_warm > 0:
                 continue
@@ -215,7 +218,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             if k < first_warm:
                 continue
             q[:] = warm[k]
-            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws)
+            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws, LAM_NEAR)
         else:  # 4. restarts: alternately partial (from the best so far) and uniformly random
             if far and stale >= patience:  # a closest pose no restart has improved for a while
                 break
