@@ -282,16 +282,13 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
 
 
 @njit(cache=True)
-def solve_one(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_seed, scratch, out):
-    """One target for a caller that keeps its scratch buffers (the random state in them moves
-    on from call to call): ``out`` = joints (dof), then status, why, position and rotation error,
-    LM iterations."""
+def solve_one(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_seed, scratch, q):
+    """One target into ``q`` (dof) for a caller that keeps its scratch buffers (the random state
+    in them moves on from call to call); returns solve_target's (status, why, position error,
+    rotation error, LM iterations)."""
     n = int(model[0])
     ws = views(scratch, n, int(model[7]), max(int(model[2]), 1))
-    status, why, pe, re, its = solve_target(
-        model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_seed, out[:n], ws
-    )
-    out[n], out[n + 1], out[n + 2], out[n + 3], out[n + 4] = status, why, pe, re, its
+    return solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_seed, q, ws)
 
 
 @njit(cache=True, parallel=True)

@@ -208,21 +208,17 @@ class Solver:
         if has_cur and self._net_reads_current:  # else the kernel never reads it
             cur[:] = current
         has_seed = self._outside and self._outside_seed(pt, quat if has_quat else None, current)
-        n = self._n
-        out = np.empty(n + 5)
+        q = np.empty(self._n)
         model, netw, seed, scratch = self._model, self._netw, self._seed, self._scratch
-        args = (model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_seed, scratch, out)
+        args = (model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_seed, scratch, q)
         if self._solve_one is None:  # the first call resolves the types; later ones skip that
-            self._solve_one = _compiled_entry(policy.solve_one, args)
+            self._solve_one, result = _compiled_entry(policy.solve_one, args)
         else:
-            self._solve_one(*args)
-        status, why, pe, re, its = out[n:].tolist()
+            result = self._solve_one(*args)
+        status, why, pe, re, its = result
         if status == 0:  # the common case, without words
-            return Answer(out[:n], SOLVED, pe, re, "", time.perf_counter() - started, int(its))
-        status = int(status)
-        answer = Answer(
-            None if status == 2 else out[:n], STATUS[status], pe, re, "", 0.0, int(its)
-        )
+            return Answer(q, SOLVED, pe, re, "", time.perf_counter() - started, its)
+        answer = Answer(None if status == 2 else q, STATUS[status], pe, re, "", 0.0, its)
         answer.reason = self._reason(status, why, pt, quat if has_quat else None, pe, re)
         answer.seconds = time.perf_counter() - started
         return answer
@@ -390,15 +386,16 @@ def _vector(value, size: int):
 
 
 def _compiled_entry(dispatcher, args):
-    """Call ``dispatcher`` once, then return its compiled entry point for these argument types:
-    calling that skips the per-call type resolution (about half the call's cost). Every later
-    call passes the same types (float64 C arrays, bools), which the caller guarantees."""
+    """Call ``dispatcher`` once; return its compiled entry point for these argument types and
+    the call's result. Calling the entry point skips the per-call type resolution (about half
+    the call's cost). Every later call passes the same types (float64 C arrays, bools), which
+    the caller guarantees."""
     from numba import typeof
 
-    dispatcher(*args)
+    result = dispatcher(*args)
     signature = tuple(typeof(a) for a in args)
-    result = dispatcher.overloads.get(signature)
-    return dispatcher if result is None else result.entry_point
+    compiled = dispatcher.overloads.get(signature)
+    return (dispatcher if compiled is None else compiled.entry_point), result
 
 
 def _chunks(batch: int) -> int:
