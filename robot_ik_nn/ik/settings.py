@@ -36,7 +36,7 @@ class IKSettings:
     rot_weight: float = 0.1  # m per rad in the residual and in every score
     iterations: int = 10  # LM iterations from each first seed; 0: the seed alone (no refinement)
     restarts: int = 1000  # further seeds for a target not yet solved (hard ones need hundreds)
-    restart_iterations: int = 20  # LM iterations from each restart seed
+    restart_iterations: int = 12  # LM iterations from each restart seed
     margin: float = 0.0  # rad (m): kept from every limited joint's limits
     reach_margin: float = 2.0  # targets beyond this times the reach bound are rejected
     far_restarts: int = 1000  # seeds at most for a target outside the reach (a closest pose)
