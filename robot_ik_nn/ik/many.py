@@ -22,7 +22,7 @@ import time
 import numpy as np
 from numba import njit
 
-from . import targets
+from . import outside, targets
 from .collision import free
 from .forward import fk, quat_to_matrix
 from .kernel import LAM_FAR, LAM_NEAR, clamp, refine, restart_seed, weighted
@@ -185,7 +185,8 @@ def listed(solver, pt, quat, has_quat, current, k, how, started, patience=None) 
     has_cur = current is not None
     if has_cur:
         solver._cur[:] = current
-    has_seed = solver._outside and solver._outside_seed(pt, quat if has_quat else None, current)
+    rotation = quat if has_quat else None
+    has_seed = solver._outside and outside.one_seed(solver, pt, rotation, current)
     sols, errs = np.zeros((int(k), n)), np.zeros((int(k), 2))
     attempts = max(solver.settings.solution_attempts, int(k))
     status, why, count = solve_many(

@@ -8,7 +8,8 @@
 
 One target costs one compiled call (the network included, with the ``compiled`` backend); a batch
 is one compiled call that runs every target in parallel over all cores. With the ``numpy`` and
-``onnx`` backends the network runs first, outside the kernel. Nothing here imports torch.
+``onnx`` backends the network runs first, outside the kernel (outside.py). Nothing here imports
+torch.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import layout, policy, seeds
+from . import layout, outside, policy, seeds
 from .settings import IKSettings
 from .targets import SOLVED, STATUS, Answer, BatchResult, words
 
@@ -207,7 +208,9 @@ class Solver:
         cur = self._cur
         if has_cur and self._net_reads_current:  # else the kernel never reads it
             cur[:] = current
-        has_seed = self._outside and self._outside_seed(pt, quat if has_quat else None, current)
+        has_seed = self._outside and outside.one_seed(
+            self, pt, quat if has_quat else None, current
+        )
         q = np.empty(self._n)
         model, netw, seed, scratch = self._model, self._netw, self._seed, self._scratch
         args = (model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_seed, scratch, q)
@@ -237,25 +240,6 @@ class Solver:
             origin=self.origin,
             arm_name=self.arm.name,
         )
-
-    def _outside_seed(self, pt, quat, current) -> bool:
-        """The network's seed from the numpy or onnx backend, into ``self._seed``."""
-        if quat is None and self.mode == "pose":
-            return False  # the kernel rejects it with the reason
-        if not (np.all(np.isfinite(pt)) and (quat is None or np.all(np.isfinite(quat)))):
-            return False
-        R = None
-        if quat is not None:
-            norm = np.linalg.norm(quat)
-            if norm == 0:
-                return False
-            from ..arm.rotations import quaternion_to_matrix
-
-            R = quaternion_to_matrix(quat)[None]
-        self._seed[:] = self.network_seeds(
-            pt[None], R, None if current is None else current[None]
-        )[0]
-        return True
 
     # -- many targets -----------------------------------------------------------------------------
     def solve_batch(
@@ -290,19 +274,9 @@ class Solver:
         )
         seeds_, has_seed = np.zeros((B, self.heads, n)), False
         if self._outside and B > 0:  # the layers outside the kernel
-            ok = _acceptable_for_network(P, Q if has_quat else None)
-            if has_quat or self.mode != "pose":
-                from ..arm.rotations import quaternion_to_matrix
-
-                R = (
-                    quaternion_to_matrix(np.where(ok[:, None], Q, [0, 0, 0, 1.0]))
-                    if has_quat
-                    else None
-                )
-                seeds_ = np.ascontiguousarray(
-                    self.network_seeds(np.where(ok[:, None], P, 0.0), R, cur if has_cur else None)
-                )
-                has_seed = True
+            seeds_, has_seed = outside.batch_seeds(
+                self, P, Q if has_quat else None, cur if has_cur else None
+            )
         q, info = np.empty((B, n)), np.empty((B, 5))
         policy.solve_batch(
             self._model,
@@ -341,11 +315,7 @@ class Solver:
         """The network's candidates for a batch (B, heads, dof), before any refinement."""
         if self.network is None:
             raise ValueError("this solver has no network")
-        if self._torch is not None:
-            return _torch_candidates(self._torch, P, R, current)
-        x, psi = seeds.features(self.network, P, R, current)
-        raw = self._onnx.run(x) if self._onnx is not None else seeds.mlp_numpy(self.network, x)
-        return seeds.angles(self.network, raw, psi)
+        return outside.candidates(self, P, R, current)
 
     # -- kinematics -------------------------------------------------------------------------------
     def forward(self, q) -> tuple[np.ndarray, np.ndarray]:
@@ -357,19 +327,6 @@ class Solver:
 
     def __repr__(self) -> str:
         return f"Solver({self.arm.name!r}, network={self.backend}, {self.settings})"
-
-
-def _torch_candidates(net, P, R, current):
-    import torch
-
-    with torch.no_grad():
-        t = {"dtype": torch.float32}
-        q = net.candidates(
-            torch.as_tensor(P, **t),
-            None if R is None else torch.as_tensor(R, **t),
-            None if current is None else torch.as_tensor(current, **t),
-        )
-    return q.double().numpy()
 
 
 _F64 = np.dtype(np.float64)
@@ -403,14 +360,6 @@ def _chunks(batch: int) -> int:
     from numba import get_num_threads
 
     return max(1, min(batch, 8 * get_num_threads()))
-
-
-def _acceptable_for_network(P, Q) -> np.ndarray:
-    """Rows whose numbers the network can take (the kernel rejects the others with a reason)."""
-    ok = np.all(np.isfinite(P), axis=1)
-    if Q is not None:
-        ok &= np.all(np.isfinite(Q), axis=1) & (np.linalg.norm(np.nan_to_num(Q), axis=1) > 0)
-    return ok
 
 
 __all__ = ["Solver", "IKSettings", "Answer", "BatchResult"]
