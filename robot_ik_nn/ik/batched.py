@@ -25,6 +25,7 @@ from ..arm.kinematics import Kinematics
 from ..arm.rotations import quaternion_to_matrix, rotation_angle, rotation_error_vector
 from ..learn.network import pick_closest
 from . import targets
+from .kernel import LAM_FAR, LAM_NEAR
 from .settings import IKSettings
 from .targets import BatchResult
 
@@ -89,7 +90,8 @@ class TorchSolver:
             cur = None if current is None else torch.as_tensor(np.asarray(current)[ok], **t)
             q = self.kin.clamp(self.seed(p, R, cur))
             if self.settings.refines:
-                q = self.refine(q, p, R, self.settings.iterations)
+                near = self.net is not None and (R is not None or self.net.config.mode != "pose")
+                q = self.refine(q, p, R, self.settings.iterations, LAM_NEAR if near else LAM_FAR)
                 q = self._restart(q, p, R)
             pe, re = self.errors(q, p, R)
             q_all[ok], pe_all[ok], re_all[ok] = q.cpu().numpy(), pe.cpu().numpy(), re.cpu().numpy()
@@ -145,13 +147,15 @@ class TorchSolver:
         e = torch.cat([e, w * rotation_error_vector(R_q, R)], dim=-1)
         return e, torch.cat([J[:, :3], w * J[:, 3:]], dim=1)
 
-    def refine(self, q: torch.Tensor, p, R, iterations: int) -> torch.Tensor:
-        """Levenberg-Marquardt with per-target damping, projected onto the joint limits; the same
-        schedule as kernel.refine. Targets far inside the tolerance stop iterating."""
+    def refine(self, q: torch.Tensor, p, R, iterations: int, lam0: float) -> torch.Tensor:
+        """Levenberg-Marquardt with per-target damping, on the joint limits; the same schedule as
+        kernel.refine (first damping ``lam0``, joints that the error pulls beyond a limit held
+        out of the step). Targets far inside the tolerance stop iterating."""
         q = q.clone()
         e, J = self._linearise(q, p, R)
         cost = (e * e).sum(-1)
-        lam = torch.full_like(cost, 1e-3)
+        lam = torch.full_like(cost, lam0)
+        limited = ~self.kin.continuous
         eye = torch.eye(self.arm.dof, dtype=q.dtype, device=q.device)
         stop = (self.settings.stop_fraction * self.settings.pos_tol) ** 2
         active = torch.arange(q.shape[0], device=q.device)
@@ -159,12 +163,17 @@ class TorchSolver:
             active = active[(cost[active] > stop) & (lam[active] < 1e3)]
             if len(active) == 0:
                 break
-            Ja, ea = J[active], e[active]
+            Ja, ea, qa = J[active], e[active], q[active]
+            g = (Ja.transpose(1, 2) @ ea.unsqueeze(-1)).squeeze(-1)
+            held = limited & (
+                ((qa <= self.kin.lower) & (g < 0)) | ((qa >= self.kin.upper) & (g > 0))
+            )
+            Ja = Ja * (~held).unsqueeze(1)
             JT = Ja.transpose(1, 2)
             step = torch.linalg.solve(
                 JT @ Ja + lam[active, None, None] * eye, JT @ ea.unsqueeze(-1)
             ).squeeze(-1)
-            q_new = self.kin.clamp(q[active] + step)
+            q_new = self.kin.clamp(qa + step)
             e_new, J_new = self._linearise(q_new, p[active], None if R is None else R[active])
             c_new = (e_new * e_new).sum(-1)
             better = c_new < cost[active]
@@ -176,7 +185,7 @@ class TorchSolver:
                 c_new[better],
             )
             lam[acc] = (lam[acc] / 3).clamp_min(1e-9)
-            lam[rej] = (lam[rej] * 4).clamp_max(1e4)
+            lam[rej] = (lam[rej] * 10).clamp_max(1e4)
         return q
 
     def _restart_seeds(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
@@ -206,7 +215,8 @@ class TorchSolver:
             rows = todo.repeat_interleave(count)
             k = torch.arange(count, device=q.device).repeat(len(todo)) + used
             Rt = R[rows] if R is not None else None
-            q_try = self.refine(self._restart_seeds(q[rows], k), p[rows], Rt, s.restart_iterations)
+            seeds_ = self._restart_seeds(q[rows], k)
+            q_try = self.refine(seeds_, p[rows], Rt, s.restart_iterations, LAM_FAR)
             pe_t, re_t = self.errors(q_try, p[rows], Rt)
             score = s.score(pe_t, re_t).reshape(len(todo), count)
             pick = score.argmin(dim=1)
