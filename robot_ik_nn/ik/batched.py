@@ -90,8 +90,8 @@ class TorchSolver:
             cur = None if current is None else torch.as_tensor(np.asarray(current)[ok], **t)
             q = self.kin.clamp(self.seed(p, R, cur))
             if self.settings.refines:
-                near = self.net is not None and (R is not None or self.net.config.mode != "pose")
-                q = self.refine(q, p, R, self.settings.iterations, LAM_NEAR if near else LAM_FAR)
+                lam0 = LAM_NEAR if self._network_seeds(R) else LAM_FAR
+                q = self.refine(q, p, R, self.settings.iterations, lam0)
                 q = self._restart(q, p, R)
             pe, re = self.errors(q, p, R)
             q_all[ok], pe_all[ok], re_all[ok] = q.cpu().numpy(), pe.cpu().numpy(), re.cpu().numpy()
@@ -113,9 +113,14 @@ class TorchSolver:
             )
         return BatchResult(q_all, status, pe_all, re_all, reasons)
 
+    def _network_seeds(self, R) -> bool:
+        """Whether the network seeds these targets: there is one, and it is not a pose network
+        given positions alone (mid-range seeds those)."""
+        return self.net is not None and (R is not None or self.net.config.mode != "pose")
+
     def seed(self, p, R, current=None) -> torch.Tensor:
         """The network's closest candidate (mid-range without a network), float64."""
-        if self.net is None or (R is None and self.net.config.mode == "pose"):
+        if not self._network_seeds(R):
             return (
                 torch.as_tensor(self.arm.mid_range, dtype=torch.float64, device=self.device)
                 .expand(len(p), -1)

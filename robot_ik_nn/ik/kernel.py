@@ -167,12 +167,13 @@ def descend(chain, cfg, q, pt, Rt, has_rot, iterations, ws, cost, pe, re, lam=LA
             break
         used += 1
         for j in range(n):  # joints pressing on a limit are held out of the step
-            if chain[j, TYPE] == CONTINUOUS:
+            at_lo, at_hi = q[j] <= chain[j, LO], q[j] >= chain[j, HI]
+            if chain[j, TYPE] == CONTINUOUS or not (at_lo or at_hi):
                 continue
-            g = 0.0
+            g = 0.0  # the error's pull on this joint, computed only for one at a limit
             for r in range(m):
                 g += J[r, j] * e[r]
-            if (q[j] <= chain[j, LO] and g < 0.0) or (q[j] >= chain[j, HI] and g > 0.0):
+            if (at_lo and g < 0.0) or (at_hi and g > 0.0):
                 for r in range(m):
                     J[r, j] = 0.0
         _damped_step(J, e, m, n, lam, H, rhs, step)
