@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from robot_ik_nn import model_dir
-from robot_ik_nn.arm.rotations import matrix_to_quaternion, wrap_angle
+from robot_ik_nn.arm.rotations import matrix_to_quaternion, rotation_angle, wrap_angle
 from robot_ik_nn.evaluate import held_out_targets
-from robot_ik_nn.ik import layout, seeds
+from robot_ik_nn.ik import candidates, layout, seeds
 from robot_ik_nn.ik.batched import TorchSolver
+from robot_ik_nn.ik.forward import quat_to_matrix
 from robot_ik_nn.ik.settings import IKSettings
 from robot_ik_nn.ik.solver import Solver
 
@@ -82,8 +83,6 @@ def test_refine_iterations_zero_is_the_network_alone(niryo_model, targets):
     result = solver.solve_batch(P[:200], Q[:200])
     cands = solver.network_seeds(P[:200], R[:200])  # (B, heads, dof)
     p, r = solver.forward(cands.reshape(-1, 6))
-    from robot_ik_nn.arm.rotations import rotation_angle
-
     score = solver.settings.score(
         np.linalg.norm(p - np.repeat(P[:200], 2, 0), axis=1),
         rotation_angle(r, np.repeat(R[:200], 2, 0)),
@@ -98,6 +97,48 @@ def test_refine_iterations_zero_is_the_network_alone(niryo_model, targets):
     assert one.iterations == 0
     refined = Solver.load(niryo_model).solve_batch(P[:200], Q[:200])
     assert np.median(refined.pos_err) < np.median(result.pos_err) / 100
+
+
+def test_the_first_candidate_within_close_is_refined_else_the_closest(niryo_model, targets):
+    P, R, Q = targets
+    solver = Solver.load(niryo_model)
+    cands = np.clip(solver.network_seeds(P, R), solver.arm.lower, solver.arm.upper)
+    B, heads, n = cands.shape
+    p, r = solver.forward(cands.reshape(-1, n))
+    score = solver.settings.score(
+        np.linalg.norm(p - np.repeat(P, heads, 0), axis=1),
+        rotation_angle(r, np.repeat(R, heads, 0)),
+    ).reshape(B, heads)
+    ws = layout.views(solver._scratch, n, heads, solver.network.width)
+    q, kinds = np.empty(n), set()
+    for i in range(B):
+        if np.any(np.abs(score[i] - candidates.CLOSE) < 1e-9):
+            continue  # too near the threshold to say which side the kernel's sums fall on
+        quat_to_matrix(Q[i], ws[12])
+        candidates.first(
+            solver._model,
+            solver._netw,
+            P[i],
+            ws[12],
+            True,
+            solver._cur,
+            False,
+            solver._seed,
+            False,
+            q,
+            ws,
+        )
+        close = np.flatnonzero(score[i] < candidates.CLOSE)
+        h = close[0] if len(close) else int(score[i].argmin())
+        np.testing.assert_allclose(q, cands[i, h], atol=1e-9)
+        assert ws[17][h] == np.inf  # used up
+        if len(close):  # the heads after it were not looked at
+            assert np.isnan(ws[17][h + 1 :]).all()
+        else:  # all were placed: the rest are ranked by where their tools land
+            rest = np.delete(np.arange(heads), h)
+            np.testing.assert_allclose(ws[17][rest], score[i, rest], atol=1e-9)
+        kinds.add(bool(len(close)))
+    assert kinds == {True, False}  # both ways were taken on these targets
 
 
 def test_one_target_and_a_batch_agree_and_batches_do_not_depend_on_threads(niryo_model, targets):

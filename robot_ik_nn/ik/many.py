@@ -22,7 +22,7 @@ import time
 import numpy as np
 from numba import njit
 
-from . import outside, targets
+from . import candidates, outside, targets
 from .collision import free
 from .forward import fk, quat_to_matrix
 from .kernel import LAM_FAR, LAM_NEAR, clamp, refine, restart_seed, weighted
@@ -39,7 +39,7 @@ from .layout import (
     parts,
     views,
 )
-from .policy import _candidates, _mid_range, _next_best, network_applies, verdict
+from .policy import _mid_range, verdict
 from .settings import ORDERS
 from .targets import STATUS, Answer
 
@@ -93,7 +93,7 @@ def solve_many(
     if has_quat:
         quat_to_matrix(quat, Rt)
     w, pos_tol, rot_tol = cfg[ROT_W], cfg[POS_TOL], cfg[ROT_TOL]
-    have_net = has_seed or network_applies(cfg, sizes, has_quat)
+    have_net = has_seed or candidates.applies(cfg, sizes, has_quat)
     spheres, pairs, obstacles = collision_parts(model)
     checking = pairs.shape[0] > 0 or obstacles.shape[0] > 0
     heads = netq.shape[0] if have_net else 0
@@ -103,8 +103,10 @@ def solve_many(
     for attempt in range(max(attempts, heads + 1)):
         if attempt < heads:
             if attempt == 0:
-                _candidates(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws)
-            q[:] = netq[_next_best(ws[17])]
+                candidates.ranked(
+                    model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws
+                )
+            q[:] = netq[candidates.next_best(ws[17])]
         elif attempt == 0:
             _mid_range(chain, q)
         else:

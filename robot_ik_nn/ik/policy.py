@@ -8,7 +8,8 @@ mid-range), projected into the limits and judged; otherwise, first answer within
    tracking, where the arm is the best guess (refined ``restart_iterations`` more if need be,
    then from up to NEAR_TRIES seeds around it: a joint at a limit can stall LM there, and a
    seed elsewhere risks another branch, a jump of the arm);
-2. the network's candidates (one per head), the one whose tool lands closest first;
+2. the network's candidates (one per head): the first, in head order, whose tool lands within
+   candidates.CLOSE of the target, else the closest; then the others, closest first;
 3. the other warm starts; without network and warm starts, mid-range;
 4. up to ``restarts`` seeds, alternately the best answer so far with its joints stuck at a limit
    and a random half of the others drawn anew (the arm kept, another wrist branch tried), and
@@ -26,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from . import targets
+from . import candidates, targets
 from .collision import free
 from .forward import fk, quat_to_matrix
 from .kernel import (
@@ -48,7 +49,6 @@ from .layout import (
     HI,
     ITERS,
     LO,
-    NEEDS_ROT,
     OX,
     OZ,
     POS_TOL,
@@ -60,14 +60,12 @@ from .layout import (
     ROT_W,
     TOO_FAR,
     TYPE,
-    USE_NET,
     WARM,
     WORK_ROWS,
     collision_parts,
     parts,
     views,
 )
-from .seeds import net_forward
 
 NEAR_TRIES = 64  # seeds around a warm start that LM could not finish from (a joint at a limit)
 NEAR_SPREAD = 0.05  # rad (m): each joint drawn within this of the warm start's
@@ -78,13 +76,6 @@ def verdict(cfg, pt, quat, has_quat):
     """targets.check with this solver's arm and settings."""
     origin = cfg[OX : OZ + 1]
     return targets.check(pt, quat, has_quat, origin, cfg[REACH], cfg[TOO_FAR], cfg[QTOL])
-
-
-@njit(cache=True)
-def network_applies(cfg, sizes, has_quat):
-    """Whether the compiled network can seed this target: there is one, and it is not a pose
-    network given a position alone (restarts solve those)."""
-    return cfg[USE_NET] > 0 and sizes.shape[0] > 1 and (has_quat or cfg[NEEDS_ROT] == 0)
 
 
 @njit(cache=True)
@@ -100,33 +91,6 @@ def _beside(chain, q, near):
     for j in range(q.shape[0]):
         if chain[j, TYPE] == CONTINUOUS:
             q[j] = near[j] + (q[j] - near[j] + np.pi) % (2 * np.pi) - np.pi
-
-
-@njit(cache=True)
-def _next_best(scores):
-    """The index of the lowest score, which is then used up (set to infinity)."""
-    k = 0
-    for h in range(1, scores.shape[0]):
-        if scores[h] < scores[k]:
-            k = h
-    scores[k] = np.inf
-    return k
-
-
-@njit(cache=True)
-def _candidates(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws):
-    """The network's candidates into ws[16], ranked by where their tool lands (ws[17] scores)."""
-    chain, cfg, meta, sizes = parts(model)
-    netq, scores = ws[16], ws[17]
-    if has_seed:
-        netq[:, :] = seed
-    else:
-        net_forward(netw, sizes, meta, pt, Rt, cur, has_cur, netq, ws[13], ws[14])
-    for h in range(netq.shape[0]):
-        q[:] = netq[h]
-        clamp(chain, q)
-        _, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, False)
-        scores[h] = weighted(pe, re, cfg[ROT_W])
 
 
 @njit(cache=True)
@@ -149,13 +113,13 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
         quat_to_matrix(quat, Rt)
     w, pos_tol, rot_tol, iters = cfg[ROT_W], cfg[POS_TOL], cfg[ROT_TOL], int(cfg[ITERS])
     heads, n_warm = netq.shape[0], warm.shape[0]
-    have_net = has_seed or network_applies(cfg, sizes, has_quat)
+    have_net = has_seed or candidates.applies(cfg, sizes, has_quat)
     spheres, pairs, obstacles = collision_parts(model)
     checking = pairs.shape[0] > 0 or obstacles.shape[0] > 0
     if iters == 0:  # the seed alone: projected into the limits, never refined
         if have_net:
-            _candidates(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws)
-            q[:] = netq[_next_best(scores)]
+            candidates.ranked(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws)
+            q[:] = netq[candidates.next_best(scores)]
         elif n_warm > 0:
             q[:] = warm[0]
         else:
@@ -205,9 +169,15 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
                 used += more
         elif attempt < net_end:  # 2. the network's candidates, closest first
             if attempt == 1:
-                _candidates(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws)
-            q[:] = netq[_next_best(scores)]
-            pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws, LAM_NEAR)
+                cost, pe, re = candidates.first(
+                    model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws
+                )
+                pe, re, used = descend(
+                    chain, cfg, q, pt, Rt, has_quat, iters, ws, cost, pe, re, LAM_NEAR
+                )
+            else:
+                candidates.following(model, pt, Rt, has_quat, q, ws)
+                pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws, LAM_NEAR)
         elif attempt == net_end:  # 3. without network or warm start: mid-range
             if have_net or n_warm > 0:
                 continue
