@@ -36,19 +36,36 @@ def next_best(scores):
 
 
 @njit(cache=True)
+def proposals(model, netw, pt, Rt, cur, has_cur, seed, has_seed, ws):
+    """The network's candidates into ws[16]: ``seed`` where they were computed outside the
+    kernel (``has_seed``), else the compiled network's; none of them placed yet (ws[17] NaN)."""
+    _, _, meta, sizes = parts(model)
+    if has_seed:
+        ws[16][:, :] = seed
+    else:
+        net_forward(netw, sizes, meta, pt, Rt, cur, has_cur, ws[16], ws[13], ws[14])
+    ws[17][:] = np.nan
+
+
+@njit(cache=True)
+def score_the_rest(model, pt, Rt, has_quat, q, ws):
+    """Every candidate not placed yet (a NaN score in ws[17]) placed: scored by where its tool
+    lands, the weighted error that LM minimises."""
+    chain, cfg, _, _ = parts(model)
+    netq, scores = ws[16], ws[17]
+    for h in range(netq.shape[0]):
+        if np.isnan(scores[h]):
+            q[:] = netq[h]
+            clamp(chain, q)
+            _, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, False)
+            scores[h] = weighted(pe, re, cfg[ROT_W])
+
+
+@njit(cache=True)
 def ranked(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws):
     """The network's candidates into ws[16], ranked by where their tool lands (ws[17] scores)."""
-    chain, cfg, meta, sizes = parts(model)
-    netq, scores = ws[16], ws[17]
-    if has_seed:
-        netq[:, :] = seed
-    else:
-        net_forward(netw, sizes, meta, pt, Rt, cur, has_cur, netq, ws[13], ws[14])
-    for h in range(netq.shape[0]):
-        q[:] = netq[h]
-        clamp(chain, q)
-        _, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, False)
-        scores[h] = weighted(pe, re, cfg[ROT_W])
+    proposals(model, netw, pt, Rt, cur, has_cur, seed, has_seed, ws)
+    score_the_rest(model, pt, Rt, has_quat, q, ws)
 
 
 # A candidate whose tool lands this close (weighted error, m) is refined at once, without
@@ -65,13 +82,9 @@ def first(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws):
     within CLOSE of the target, else the closest, with its residual and Jacobian in ws[4] and
     ws[6] (descend's start). Scores in ws[17]: infinite once refined, NaN for heads not looked
     at. Returns (cost, position error, rotation error)."""
-    chain, cfg, meta, sizes = parts(model)
+    chain, cfg, _, _ = parts(model)
     netq, scores = ws[16], ws[17]
-    if has_seed:
-        netq[:, :] = seed
-    else:
-        net_forward(netw, sizes, meta, pt, Rt, cur, has_cur, netq, ws[13], ws[14])
-    scores[:] = np.nan
+    proposals(model, netw, pt, Rt, cur, has_cur, seed, has_seed, ws)
     keep_q, keep_e, keep_J = ws[0], ws[5], ws[7]
     closest, best, bc, bpe, bre = -1, np.inf, np.inf, np.inf, np.inf
     for h in range(netq.shape[0]):
@@ -96,13 +109,6 @@ def first(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws):
 
 @njit(cache=True)
 def following(model, pt, Rt, has_quat, q, ws):
-    """The closest candidate not refined yet into ``q`` (the heads not looked at scored now)."""
-    chain, cfg, meta, sizes = parts(model)
-    netq, scores = ws[16], ws[17]
-    for h in range(netq.shape[0]):
-        if np.isnan(scores[h]):
-            q[:] = netq[h]
-            clamp(chain, q)
-            _, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, False)
-            scores[h] = weighted(pe, re, cfg[ROT_W])
-    q[:] = netq[next_best(scores)]
+    """The closest candidate not refined yet into ``q`` (the heads not placed yet scored now)."""
+    score_the_rest(model, pt, Rt, has_quat, q, ws)
+    q[:] = ws[16][next_best(ws[17])]
