@@ -71,7 +71,7 @@ def ranked(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws):
 # A candidate whose tool lands this close (weighted error, m) is refined at once, without
 # placing the other heads' tools: LM finishes it in two or three steps all the same, and each
 # head looked at costs a forward kinematics. Against ranking all four heads first, on 10,000
-# targets per arm: 8-15 % more solved per second (Niryo One, Panda, iiwa, InMoov), all solved;
+# targets per arm: 7-15 % more solved per second (Niryo One, Panda, iiwa, InMoov), all solved;
 # 2 mm and 10 mm did no better on the Niryo One, the InMoov arm and the iiwa.
 CLOSE = 0.005
 
