@@ -244,6 +244,11 @@ def test_a_table_is_an_obstacle(checked):
     assert checked.solve(P[low], matrix_to_quaternion(R[low])).solved
     a = table.with_settings(restarts=50).solve(P[low], matrix_to_quaternion(R[low]))
     assert a.status == "best_effort" and a.reason.startswith("collides"), a
+    listed = table.with_settings(solution_attempts=50).solve(
+        P[low], matrix_to_quaternion(R[low]), solutions=4
+    )  # several answers asked for: the same verdict (every answer found goes through the table)
+    assert len(listed) == 1 and listed[0].status == "best_effort", listed
+    assert listed[0].reason.startswith("collides"), listed[0].reason
     high = np.flatnonzero(free & (P[:, 2] > 0.2))[0]
     above = table.solve(P[high], matrix_to_quaternion(R[high]))
     assert above.solved and table.collisions.clearance(above.q) >= 0

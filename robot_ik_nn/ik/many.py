@@ -77,9 +77,11 @@ def solve_many(
     rng_seed,
 ):
     """Up to ``len(sols)`` distinct answers into ``sols`` (their errors into ``errs``); returns
-    (status, why, count): count answers within tolerance, or (count 0) the closest one found in
-    ``sols[0]`` as the best effort. Status 0 solved, 1 best effort, 2 rejected. ``seed``: the
-    network's candidates when computed outside the kernel (``has_seed``), as in policy.py."""
+    (status, why, count): count answers within tolerance (and free, with a collision model), or
+    (count 0) the best effort in ``sols[0]``: the closest free pose found, else the closest
+    colliding one (why: targets.COLLIDES). Status 0 solved, 1 best effort, 2 rejected.
+    ``seed``: the network's candidates when computed outside the kernel (``has_seed``), as in
+    policy.py."""
     chain, cfg, meta, sizes = parts(model)
     n, k = sols.shape[1], sols.shape[0]
     ws = views(scratch, n, int(model[7]), max(int(model[2]), 1))
@@ -99,6 +101,7 @@ def solve_many(
     heads = netq.shape[0] if have_net else 0
     iters = max(int(cfg[ITERS]), int(cfg[RESTART_ITERS]))
     count, best_score, bpe, bre = 0, np.inf, np.nan, np.nan
+    fallback, fb_score, fpe, fre, hit = np.empty(n), np.inf, np.nan, np.nan, False
     last_new = 0
     for attempt in range(max(attempts, heads + 1)):
         if attempt < heads:
@@ -113,28 +116,40 @@ def solve_many(
             restart_seed(chain, best, False, q, ws[15])
         lam = LAM_NEAR if attempt < heads else LAM_FAR  # kernel.py: the first damping
         pe, re, _ = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws, lam)
-        if pe <= pos_tol and re <= rot_tol and (
-            not checking or free(chain, spheres, pairs, obstacles, q)
-        ):
-            clamp(chain, q)
-            new = True
-            for s in range(count):
-                if joint_gap(chain, q, sols[s]) <= threshold:
-                    new = False
-                    break
-            if new:
-                sols[count], errs[count, 0], errs[count, 1] = q, pe, re
-                count, last_new = count + 1, attempt
-                if count == k:
-                    break
-        elif count == 0 and weighted(pe, re, w) < best_score:
-            best_score, bpe, bre = weighted(pe, re, w), pe, re
-            best[:] = q
+        exact, score = pe <= pos_tol and re <= rot_tol, weighted(pe, re, w)
+        # as in policy.py: an answer that collides is no solution, and the best effort is the
+        # closest free pose; only when nothing free turned up, the closest colliding one, said so
+        if exact or (count == 0 and score < best_score):
+            ok = not checking or free(chain, spheres, pairs, obstacles, q)
+            if exact and ok:
+                clamp(chain, q)
+                new = True
+                for s in range(count):
+                    if joint_gap(chain, q, sols[s]) <= threshold:
+                        new = False
+                        break
+                if new:
+                    sols[count], errs[count, 0], errs[count, 1] = q, pe, re
+                    count, last_new = count + 1, attempt
+                    if count == k:
+                        break
+            elif ok:  # a closer free pose, while nothing is solved
+                best_score, bpe, bre = score, pe, re
+                best[:] = q
+            elif count == 0 and not ok:
+                hit = hit or exact
+                if score < fb_score:
+                    fb_score, fpe, fre = score, pe, re
+                    fallback[:] = q
         if count > 0 and attempt - last_new >= patience:
             break
     if count == 0:
+        if best_score == np.inf and fb_score < np.inf:
+            best[:] = fallback
+            bpe, bre, hit = fpe, fre, True
         sols[0], errs[0, 0], errs[0, 1] = best, bpe, bre
-        return 1, targets.NOT_FOUND if code == targets.OK else code, 0
+        missed = targets.NOT_FOUND if code == targets.OK else code
+        return 1, targets.COLLIDES if hit else missed, 0
     return 0, targets.OK, count
 
 
