@@ -111,8 +111,9 @@ def test_solve_rejects_a_bad_target_with_exit_code_2(trained):
 
 
 def test_errors_name_the_problem(tmp_path):
-    run = cli("eval", str(tmp_path / "missing"))
-    assert run.returncode == 2 and "model folder not found" in run.stderr
+    for command in ("eval", "bench"):
+        run = cli(command, str(tmp_path / "missing"))
+        assert run.returncode == 2 and "model folder not found" in run.stderr, run.stderr
     run = cli("train", "--robot", "no_such_arm.urdf", "--steps", "1", "--out", str(tmp_path / "x"))
     assert run.returncode == 2 and "URDF file not found" in run.stderr
     run = cli(

@@ -55,12 +55,18 @@ def _backends(model, settings, wanted):
     from .. import model_dir
     from ..ik.solver import Solver
 
+    model_dir.read_meta(model)  # a missing or corrupt folder said once, before any backend
     solvers, notes = {}, {}
     for backend in wanted:
         try:
             solvers[backend] = Solver.load(model, settings, backend=backend)
         except (model_dir.ModelDirError, ImportError) as err:
             notes[backend] = f"skipped: {err}"
+    if not solvers:
+        raise model_dir.ModelDirError(
+            "no backend could load the model: "
+            + "; ".join(f"{backend} {note}" for backend, note in notes.items())
+        )
     return solvers, notes
 
 
@@ -180,8 +186,7 @@ def batched(solver, P, Q, R, fk, arm, sizes, limit: int, rounds: int = 5) -> lis
     """Each batch size timed ``rounds`` times over the same targets; the row gives the median
     round (one ~70 ms call is at the mercy of a neighbour on a shared machine) and the spread."""
     rows = []
-    for size in sizes:
-        size = min(size, limit)
+    for size in sorted({min(size, limit) for size in sizes}):  # sizes above the targets: once
         calls = max(1, min(limit // size, 100))
         n = size * calls
         solver.solve_batch(P[:size], None if Q is None else Q[:size])  # warm up
