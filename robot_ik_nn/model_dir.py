@@ -294,6 +294,8 @@ def check_onnx(folder: ModelFolder) -> None:
         )
     try:
         recorded = recorded_weights(onnx_path)
+    except ImportError:
+        raise  # onnxruntime is not installed: not the file's fault
     except Exception as err:  # noqa: BLE001 - protobuf errors of every kind mean the same here
         raise ModelDirError(f"{onnx_path} is unreadable: {err}") from err
     if recorded != folder.meta["weights_sha256"]:

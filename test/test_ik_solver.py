@@ -39,6 +39,30 @@ def angle_gap(a, b):
     return np.abs(wrap_angle(np.asarray(a) - np.asarray(b))).max()
 
 
+def test_an_onnx_file_not_of_these_weights_is_refused(with_onnx, tmp_path):
+    from robot_ik_nn.ik.onnx_layers import onnx_bytes
+    from robot_ik_nn.ik.seeds import pack_network
+
+    folder = tmp_path / "niryo_one"
+    folder.mkdir()
+    for f in with_onnx.iterdir():
+        if f.is_file():
+            (folder / f.name).write_bytes(f.read_bytes())
+    assert Solver.load(folder, backend="onnx").solve([0.2452, 0.0, 0.4175], [0, 0, 0, 1]).solved
+    read = model_dir.read(folder)
+    (folder / "model.onnx").write_bytes(
+        onnx_bytes(pack_network(read.tensors, read.meta["network"]), "0" * 64)
+    )
+    with pytest.raises(model_dir.ModelDirError, match="written from other weights"):
+        Solver.load(folder, backend="onnx")
+    (folder / "model.onnx").write_bytes(b"not an onnx file")
+    with pytest.raises(model_dir.ModelDirError, match="model.onnx is unreadable"):
+        Solver.load(folder, backend="onnx")
+    (folder / "model.onnx").unlink()
+    with pytest.raises(model_dir.ModelDirError, match="export .* --onnx"):
+        Solver.load(folder, backend="onnx")
+
+
 def test_every_backend_gives_the_torch_networks_joints(with_onnx, targets):
     P, R, _ = targets
     net = model_dir.load(with_onnx).net

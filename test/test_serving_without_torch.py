@@ -1,9 +1,11 @@
-"""Serving needs no torch: in processes where ``import torch`` fails, a model folder is loaded and
-solved from the public API, ``robot-ik-nn solve`` and ``bench`` run, and the inference node
-serves a target over DDS."""
+"""Serving needs no torch: in processes where importing what ``pip install .[serve]`` leaves out
+(torch, onnx, pybullet, the training tools) fails, a model folder is loaded and solved from the
+public API (the onnx backend included), ``robot-ik-nn solve`` and ``bench`` run, and the
+inference node serves a target over DDS."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -17,7 +19,10 @@ from robot_ik_nn.arm.rotations import matrix_to_quaternion
 from robot_ik_nn.evaluate import held_out_targets
 from robot_ik_nn.nodes.common import RELIABLE
 
-NO_TORCH = "import sys; sys.modules['torch'] = None  # import torch now fails\n"
+NOT_IN_SERVE = ("torch", "onnx", "pybullet", "pybullet_data", "matplotlib", "tensorboard", "tqdm")
+NO_TORCH = (  # a serve-only install: importing any of these now fails
+    f"import sys; sys.modules.update(dict.fromkeys({NOT_IN_SERVE!r}))\n"
+)
 
 
 def run_without_torch(code: str, *args, timeout=600):
@@ -30,21 +35,30 @@ def run_without_torch(code: str, *args, timeout=600):
 
 
 def test_the_blocker_really_blocks():
-    out = run_without_torch("import torch")
-    assert out.returncode != 0 and "ModuleNotFoundError" in out.stderr
+    for name in ("torch", "onnx"):
+        out = run_without_torch(f"import {name}")
+        assert out.returncode != 0 and "ModuleNotFoundError" in out.stderr
 
 
 def test_api_solve_and_bench_run_without_torch(niryo_model, tmp_path):
+    from robot_ik_nn import model_dir
+
+    with_onnx = tmp_path / "niryo_one"
+    shutil.copytree(niryo_model, with_onnx)
+    model_dir.export_onnx(with_onnx)  # written here, where onnx is installed
     api = run_without_torch(f"""
 import json, robot_ik_nn
-solver = robot_ik_nn.load({str(niryo_model)!r})
-answer = solver.solve([0.2452, 0.0, 0.4175], [0, 0, 0, 1])
-batch = solver.solve_batch([[0.2452, 0.0, 0.4175]] * 3, [[0, 0, 0, 1]] * 3)
-torch_loaded = sys.modules.get('torch') is not None
-print(json.dumps([answer.status, batch.status, torch_loaded]))
+for backend in ("compiled", "onnx"):
+    solver = robot_ik_nn.load({str(with_onnx)!r}, backend=backend)
+    answer = solver.solve([0.2452, 0.0, 0.4175], [0, 0, 0, 1])
+    batch = solver.solve_batch([[0.2452, 0.0, 0.4175]] * 3, [[0, 0, 0, 1]] * 3)
+    torch_loaded = sys.modules.get('torch') is not None
+    print(json.dumps([answer.status, batch.status, torch_loaded]))
 """)
     assert api.returncode == 0, api.stderr
-    assert json.loads(api.stdout) == ["solved", ["solved"] * 3, False]
+    assert [json.loads(line) for line in api.stdout.splitlines()] == [
+        ["solved", ["solved"] * 3, False]
+    ] * 2
     cli = "from robot_ik_nn.cli import main; sys.exit(main(sys.argv[1:]))"
     solve = run_without_torch(
         cli,

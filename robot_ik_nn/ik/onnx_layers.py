@@ -56,11 +56,12 @@ def onnx_bytes(network: NetArrays, weights_sha256: str) -> bytes:
 
 
 def recorded_weights(path: str | Path) -> str | None:
-    """The weights' SHA-256 recorded in an ONNX file, or None."""
-    import onnx
+    """The weights' SHA-256 recorded in an ONNX file's metadata, or None. Read by onnxruntime:
+    the serving install (``.[serve]``) has no ``onnx`` package."""
+    import onnxruntime as ort
 
-    model = onnx.load(str(path), load_external_data=False)
-    return {p.key: p.value for p in model.metadata_props}.get("weights_sha256")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.get_modelmeta().custom_metadata_map.get("weights_sha256")
 
 
 class OnnxLayers:
