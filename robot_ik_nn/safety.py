@@ -102,7 +102,7 @@ def check_target(
         p, q, orientation is not None, _NOWHERE, math.inf, math.inf, quat_tolerance
     )
     if code != targets.OK:
-        return targets.reason(code, p, q)
+        return targets.reason(code, p, q, quat_tolerance=quat_tolerance)
     if not frame_id:
         return "frame_id is empty"
     if frame_id not in frames:

@@ -27,14 +27,14 @@ def cases(arm):
             "rejected",
             "orientation is not finite",
         ),
-        "norm 0": (p, np.zeros(4), "rejected", "not unit length (norm 0)"),
-        "norm 0.5": (p, q * 0.5, "rejected", "not unit length (norm 0.5)"),
-        "norm 1.5": (p, q * 1.5, "rejected", "not unit length (norm 1.5)"),
+        "norm 0": (p, np.zeros(4), "rejected", "not unit length (norm 0;"),
+        "norm 0.5": (p, q * 0.5, "rejected", "not unit length (norm 0.5;"),
+        "norm 1.5": (p, q * 1.5, "rejected", "(norm 1.5; within 0.001 of 1 is taken"),
         "norm 1 + 1e-4": (p, q * (1 + 1e-4), "solved", ""),
         "norm 1 - 1e-4": (p, q * (1 - 1e-4), "solved", ""),
         # not rejected: the closest pose, and why the target was missed
         "out of reach": (np.array([0.7, 0.0, 0.2]), q, "best_effort", "outside the reach"),
-        "mm for m": (np.array([250.0, 0.0, 200.0]), q, "rejected", "far outside the reach"),
+        "mm for m": (np.array([250.0, 0.0, 200.0]), q, "rejected", "(positions are in metres)"),
         "position only": (p, None, "solved", ""),  # a pose model solves it without its network
     }
 

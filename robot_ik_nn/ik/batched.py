@@ -110,6 +110,7 @@ class TorchSolver:
                 reach=self.arm.reach,
                 origin=self.origin,
                 arm_name=self.arm.name,
+                quat_tolerance=self.settings.quat_tolerance,
             )
         return BatchResult(q_all, status, pe_all, re_all, reasons)
 

@@ -239,6 +239,7 @@ class Solver:
             reach=self.arm.reach,
             origin=self.origin,
             arm_name=self.arm.name,
+            quat_tolerance=self.settings.quat_tolerance,
         )
 
     # -- many targets -----------------------------------------------------------------------------

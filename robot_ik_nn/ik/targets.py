@@ -68,6 +68,7 @@ def reason(
     reach: float = math.nan,
     origin=(0.0, 0.0, 0.0),
     arm_name: str = "the arm",
+    quat_tolerance: float | None = None,
 ) -> str:
     """The words for a verdict (only ever computed for the few targets that need them)."""
     if code == OK:
@@ -80,13 +81,14 @@ def reason(
     if code == NOT_UNIT:
         with np.errstate(over="ignore"):
             norm = float(np.linalg.norm(np.asarray(quaternion, dtype=float)))
-        return f"orientation quaternion is not unit length (norm {norm:.6g})"
+        within = "" if quat_tolerance is None else f"; within {quat_tolerance:g} of 1 is taken"
+        return f"orientation quaternion is not unit length (norm {norm:.6g}{within}; x y z w)"
     if code in (OUT_OF_REACH, TOO_FAR):
         dist = float(np.linalg.norm(p - np.asarray(origin)))
         return (
             f"{'outside the reach' if code == OUT_OF_REACH else 'far outside the reach'}: "
             f"the position is {dist:.3f} m from the arm's first joint; {arm_name} reaches at "
-            f"most {reach:.3f} m"
+            f"most {reach:.3f} m" + ("" if code == OUT_OF_REACH else " (positions are in metres)")
         )
     if code == NOT_FOUND:
         return "not found: no answer within tolerance (the target is inside the reach bound)"
@@ -101,7 +103,7 @@ def closest_reached(pos_err: float, rot_err: float) -> str:
 
 def words(status: int, code: int, pos_err, rot_err, position=None, quaternion=None, **arm):
     """The reason for any answer: a rejection's, or a best effort's (why, and how close it came);
-    "" when solved. ``arm``: reach, origin and arm_name, as for :func:`reason`."""
+    "" when solved. ``arm``: reach, origin, arm_name and quat_tolerance, as for :func:`reason`."""
     if status == 0:
         return ""
     text = reason(code, position, quaternion, **arm)
