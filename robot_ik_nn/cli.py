@@ -328,7 +328,7 @@ def parser():
         "export": cmd_export,
         "launch": cmd_launch,
     }
-    return build(commands, __doc__.split("\n")[0])
+    return build(commands, __doc__.split("\n")[0].replace("``", ""))
 
 
 def _stacks_on_sigusr1() -> None:
