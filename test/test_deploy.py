@@ -29,6 +29,9 @@ def test_targets_reach_the_emulated_arm_through_its_protocol_safely(arm, models)
     result = deploy_run(models[arm], arm, targets=4, kill_at=2, seed=11)
     assert result["goals_before_resume"] == 0, "the arm moved before ~/resume"
     assert result["resume"] and result["stop"] and result["resume_after_stop"]
+    # a goal heard before ~/resume (or ~/stop) is not replayed after it, though streamed again
+    assert result["moved_after_resume_rad"] <= 1e-3, result
+    assert result["moved_after_stop_and_resume_rad"] <= 1e-3, result
     assert result["reached"] == 4, f"{result}"
     assert result["pos_mm_max"] <= 1.0 and result["rot_rad_max"] <= 0.01
     assert result["loss_reported_s"] <= 0.5, "the lost arm was reported late"

@@ -64,6 +64,7 @@ def deploy_run(model, arm_kind: str, targets: int = 200, seed: int = 5, kill_at:
         time.sleep(1.0)
         out["goals_before_resume"] = _read(state)["goals"]
         out["resume"] = client.call("resume")
+        out["moved_after_resume_rad"] = _still(state)  # the goal heard before: not replayed
         errors, seconds = [], []
         for i in range(1, targets + 1):
             if i == kill_at:
@@ -178,6 +179,15 @@ def _stop_check(client, state, P, R, frame, out) -> None:
                                                                   at_stop["joints"]))))
     out["goals_moving_before_stop"] = at_stop["goals"] - before
     out["resume_after_stop"] = client.call("resume")
+    out["moved_after_stop_and_resume_rad"] = _still(state)  # nor the goal of before ~/stop
+
+
+def _still(state, seconds: float = 1.0) -> float:
+    """How far (rad, the largest joint) the emulated arm moves in ``seconds`` with no new target
+    sent: a goal heard before ~/resume must not be replayed after it."""
+    at = _read(state)["joints"]
+    time.sleep(seconds)
+    return float(np.max(np.abs(np.subtract(_read(state)["joints"], at))))
 
 
 def _read(path: Path) -> dict:

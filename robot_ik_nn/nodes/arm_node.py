@@ -7,7 +7,9 @@ Subscribes ``joint_command`` (sensor_msgs/JointState) and ``<controller>/joint_t
 ``target_pose``) and ``~/status`` (DiagnosticArray: connected, enabled, holding and why);
 services ``~/stop`` and ``~/resume`` (std_srvs/Trigger). A real arm does not move after start-up
 until ``~/resume`` is called or ``start_enabled`` is true, and holds when no command came within
-``watchdog_timeout`` seconds (stream commands to it: the inference node's ``stream``).
+``watchdog_timeout`` seconds (stream commands to it: the inference node's ``stream``). Commands
+and trajectories stamped before the last ``~/resume`` (or start-up) are refused: an old goal is
+never replayed, however often it is repeated (a zero stamp counts as now).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class ArmNode(Node):
         self._last_markers = self._last_status = 0.0
         self._last_read = None
         self._reported = None
+        self._resumed = self._now()  # commands stamped before this are older goals: refused
 
         self.joint_pub = self.create_publisher(JointState, "/joint_states", RELIABLE)
         self.pose_pub = self.create_publisher(PoseStamped, "~/end_effector_pose", RELIABLE)
@@ -106,11 +109,28 @@ class ArmNode(Node):
         if why:
             self.get_logger().warning(f"command refused: {why}", throttle_duration_sec=2.0)
 
+    def _before_resume(self, stamp, what: str) -> bool:
+        """Whether a message stamped ``stamp`` (zero: unstamped, taken as now) was sent before
+        the last ~/resume (or start-up): a goal heard then is never acted on, however often it is
+        repeated (an inference node streams a goal until the arm gets there)."""
+        seconds = stamp.sec + stamp.nanosec * 1e-9
+        if 0.0 < seconds < self._resumed:
+            self.get_logger().warning(
+                f"{what} refused: stamped {self._resumed - seconds:.2f} s before ~/resume",
+                throttle_duration_sec=2.0,
+            )
+            return True
+        return False
+
     def on_command(self, msg: JointState) -> None:
+        if self._before_resume(msg.header.stamp, "command"):
+            return
         self.follower.clear()
         self._give(msg.name, msg.position)
 
     def on_trajectory(self, msg: JointTrajectory) -> None:
+        if self._before_resume(msg.header.stamp, "trajectory"):
+            return
         current = self.bridge.joints
         if current is None or not self.follower.load(msg, current, self._now()):
             self.get_logger().warning(
@@ -129,6 +149,8 @@ class ArmNode(Node):
         return response
 
     def on_resume(self, _request, response):
+        self.follower.clear()  # a trajectory heard while holding is not followed now
+        self._resumed = self._now()
         self.bridge.resume()
         response.success = True
         response.message = "moving on fresh commands" + (

@@ -6,7 +6,8 @@ exits non-zero with the reason) and solves with the compiled IK core (robot_ik_n
 gate (safety.py) and publishes:
 
 - ``joint_command`` (sensor_msgs/JointState, radians): the solution, or with ``stream`` the
-  rate-limited setpoints toward it;
+  rate-limited setpoints toward it, stamped with the target's stamp (an arm node refuses goals
+  from before its ``~/resume``);
 - ``<controller>/joint_trajectory`` (trajectory_msgs/JointTrajectory): one point, reached no
   faster than the joint velocity limits allow from the current joints;
 - ``~/joint_quaternions`` (std_msgs/Float64MultiArray, n_joints x 4, x y z w);
@@ -178,6 +179,7 @@ class InferenceNode(Node):
         self.setpoint = None
         self.stream_goal = None
         self.stream_arrived = None  # when the stream's setpoint reached its goal
+        self.goal_stamp = None  # the target's stamp: every command toward its goal carries it
         self.stream_dt = 1.0 / p["stream_rate"]
         self.counts = dict.fromkeys(STATUS, 0)
 
@@ -264,6 +266,7 @@ class InferenceNode(Node):
                 answer,
             )
         self.last_solution = command.positions
+        self.goal_stamp = msg.header.stamp  # an arm node refuses goals from before ~/resume
         self.publish(command, current)
         self.report(answer.status, answer.reason, started, answer, command.duration)
 
@@ -295,9 +298,9 @@ class InferenceNode(Node):
         ]
         self.quat_pub.publish(msg)
 
-    def _send_joints(self, q, stamp=None) -> None:
+    def _send_joints(self, q) -> None:
         msg = JointState(name=self.names, position=[float(v) for v in q])
-        msg.header.stamp = stamp or self.get_clock().now().to_msg()
+        msg.header.stamp = self.goal_stamp or self.get_clock().now().to_msg()
         msg.header.frame_id = self.arm.base
         self.command_pub.publish(msg)
 
