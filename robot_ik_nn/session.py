@@ -26,7 +26,9 @@ class Argument:
 
 COMMON = {
     "robot": Argument(
-        "niryo_one", "arm: niryo_one, inmoov_right_arm, franka_panda, kuka_iiwa or a URDF path"
+        "niryo_one",
+        "arm: niryo_one, inmoov_right_arm, franka_panda, kuka_iiwa or a URDF path (inference: "
+        "the model folder's own arm unless given)",
     ),
     "params_file": Argument(
         "", "YAML parameters (ros__parameters layout); '' = config/<session>.yaml"
@@ -132,6 +134,10 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
     if session == "deploy":
         return _deploy(args, params)
     robot, controller = args["robot"], args["controller"]
+    arm, own = {"robot": robot}, None  # what sim_node is given; the model folder's own arm
+    if session == "inference" and "robot" not in (given or {}):
+        own = _model_arm(args["model_dir"])
+        arm, robot = (own, own["robot"]) if own else (arm, robot)
 
     def node(executable, **kwargs):
         return PlannedNode(
@@ -140,7 +146,7 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
 
     nodes = []
     sim = node("sim_node")
-    sim.parameters.update(robot=robot, controller=controller)
+    sim.parameters.update(**arm, controller=controller)
     if session == "train":
         learner = node("learner_node", ends_session=True)
         learner.parameters.update(robot=robot, output_dir=args["model_dir"])
@@ -150,8 +156,8 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
         nodes += [sim, learner]
     elif session == "inference":
         inference = node("inference_node")
-        inference.parameters.update(
-            model_dir=args["model_dir"], controller=controller, robot=robot
+        inference.parameters.update(  # robot '': the model folder's own
+            model_dir=args["model_dir"], controller=controller, robot="" if own else robot
         )
         sim.remappings.append(("target_pose", "/inference_node/target_pose"))
         nodes += [inference] + ([sim] if _truthy(args["use_sim"]) else [])
@@ -163,6 +169,22 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
         command = session_command(session, robot, args["model_dir"], args["view_port"])
         nodes.append(PlannedNode("view", "view", command=command))
     return nodes + _display(robot, args["rviz"])
+
+
+def _model_arm(model_dir: str) -> dict | None:
+    """The arm a model folder was trained on, as sim_node's parameters: its name when it is a
+    named arm, else the folder's own robot.urdf, with the base and tip links; None when the
+    folder cannot be read (the inference node then says why)."""
+    from .arm.resources import NAMED_ROBOTS
+    from .model_dir import ModelDirError, read_meta
+
+    try:
+        meta = read_meta(model_dir)
+    except ModelDirError:
+        return None
+    name = meta.get("robot")
+    robot = name if name in NAMED_ROBOTS else str(Path(model_dir) / "robot.urdf")
+    return {"robot": robot, "base_link": meta.get("base", ""), "tip_link": meta.get("tip", "")}
 
 
 def _display(robot: str, rviz: str) -> list[PlannedNode]:

@@ -40,6 +40,38 @@ def test_inference_plan_and_use_sim():
     assert "Fixed Frame: base_link" in rviz_file.read_text()
 
 
+def test_inference_serves_the_model_folders_own_arm_unless_told(tmp_path):
+    import json
+
+    named = tmp_path / "inmoov"
+    named.mkdir()
+    from robot_ik_nn.model_dir import FORMAT
+
+    meta = {"format": FORMAT, "robot": "inmoov_right_arm", "base": "torso_link"}
+    meta.update(tip="r_tool_link", fingerprint="", network={}, weights_sha256="", joint_names=[])
+    (named / "model.json").write_text(json.dumps(meta))
+    nodes = {n.name: n for n in plan("inference", {"model_dir": str(named)})}
+    assert nodes["inference_node"].parameters["robot"] == ""  # the folder's own robot.urdf
+    sim = nodes["sim_node"].parameters
+    assert (sim["robot"], sim["base_link"], sim["tip_link"]) == (
+        "inmoov_right_arm",
+        "torso_link",
+        "r_tool_link",
+    )
+    assert '<robot name="inmoov_right_arm">' in (
+        nodes["robot_state_publisher"].parameters["robot_description"]
+    )
+    own = tmp_path / "own"  # an arm trained from a URDF file: the folder's copy of it
+    own.mkdir()
+    (own / "model.json").write_text(json.dumps({**meta, "robot": "my_arm"}))
+    (own / "robot.urdf").write_text((ROOT / "urdf" / "inmoov_right_arm.urdf").read_text())
+    sim = {n.name: n for n in plan("inference", {"model_dir": str(own)})}["sim_node"].parameters
+    assert sim["robot"] == str(own / "robot.urdf")
+    told = {n.name: n for n in plan("inference", {"model_dir": str(named), "robot": "niryo_one"})}
+    assert told["inference_node"].parameters["robot"] == "niryo_one"  # refused if it differs
+    assert told["sim_node"].parameters["robot"] == "niryo_one"
+
+
 def test_display_plan_sets_rviz_fixed_frame_to_the_arm_base():
     nodes = plan("display", {"robot": "inmoov_right_arm", "rviz": "true"})
     assert "Fixed Frame: torso_link" in Path(nodes[-1].arguments[1]).read_text()
