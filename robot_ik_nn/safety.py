@@ -109,6 +109,8 @@ def check_target(
         return f"unknown frame_id '{frame_id}' (targets must be in {', '.join(sorted(frames))})"
     if not (math.isfinite(stamp) and math.isfinite(now)):
         return "stamp is not finite"
+    if stamp == 0.0:
+        return "target is not stamped (header.stamp is zero): stamp it with the time it was sent"
     age = now - stamp
     if age > stale_timeout:
         return (

@@ -233,3 +233,10 @@ def test_no_network_and_position_only_targets(slider_arm, niryo):
     result = solver.solve_batch(P)
     assert result.solved.mean() >= 0.99 and np.all(result.rot_err == 0)
     assert "no network" not in repr(solver) and solver.backend == "none"
+
+
+def test_warm_up_resolves_the_compiled_entry_before_the_first_target(niryo_model):
+    solver = Solver.load(niryo_model)
+    assert solver._solve_one is None  # resolved on the first solve
+    assert solver.warm_up() >= 0.0 and solver._solve_one is not None
+    assert Solver.load(niryo_model).with_settings(iterations=0).warm_up() >= 0.0  # no search

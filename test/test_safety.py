@@ -121,6 +121,7 @@ GOOD = dict(
         ({"frame_id": ""}, "frame_id is empty"),
         ({"frame_id": "map"}, "unknown frame_id 'map'"),
         ({"stamp": 9.0}, "stale"),
+        ({"stamp": 0.0}, "not stamped (header.stamp is zero)"),
         ({"stamp": 11.0}, "in the future"),
         ({"orientation": None}, ""),
     ],

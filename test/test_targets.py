@@ -35,6 +35,7 @@ def cases(arm):
         # not rejected: the closest pose, and why the target was missed
         "out of reach": (np.array([0.7, 0.0, 0.2]), q, "best_effort", "outside the reach"),
         "mm for m": (np.array([250.0, 0.0, 200.0]), q, "rejected", "(positions are in metres)"),
+        "1e300": (np.array([1e300, 0.0, 0.0]), q, "rejected", "the position is 1e+300 m from"),
         "position only": (p, None, "solved", ""),  # a pose model solves it without its network
     }
 

@@ -60,6 +60,7 @@ class Bridge:
         self._goal = None  # (joints, time received)
         self._setpoint = None
         self._moving = False
+        self._at_goal = False  # the last setpoint written is the goal itself: holding it
         self._acted = None  # when the last setpoint was computed
         self.enabled = bool(self.config.start_enabled)
         self.connected = False
@@ -198,9 +199,10 @@ class Bridge:
             step = np.clip(goal[0] - start, -reach, reach)
             setpoint = np.clip(start + step, self.lower, self.upper)
             if self._moving and np.array_equal(setpoint, self._setpoint):
+                self._at_goal = True
                 return  # there already: the device holds its last goal
             self.driver.write(setpoint)
-            self._setpoint, self._moving = setpoint, True
+            self._setpoint, self._moving, self._at_goal = setpoint, True, False
         elif self._moving:
             self.driver.stop()
             self._setpoint, self._moving = None, False
@@ -216,8 +218,10 @@ class Bridge:
             level, message = 2, self.problem or "not connected"
         elif not self.enabled:
             level, message = 1, "holding: stopped (call ~/resume to move)"
-        elif self._moving:
+        elif self._moving and not self._at_goal:
             level, message = 0, "moving"
+        elif self._moving:
+            level, message = 0, "holding: at the goal"
         elif goal is not None and self.config.watchdog and now - goal[1] > self.config.watchdog:
             level, message = 1, "holding: no fresh command (watchdog)"
         else:

@@ -318,6 +318,22 @@ class Solver:
             raise ValueError("this solver has no network")
         return outside.candidates(self, P, R, current)
 
+    def warm_up(self, several: bool = True) -> float:
+        """Compile (or load from numba's cache) the entries a served target can take, before the
+        first one arrives: one answer, a tracked one and, with ``several`` (and refinement),
+        several answers, on a pose the arm itself takes. Returns the seconds spent."""
+        from ..arm.rotations import matrix_to_quaternion
+
+        started = time.perf_counter()
+        mid = self.arm.mid_range
+        p, R = self.forward(mid)
+        quat = matrix_to_quaternion(R[0]) if self.mode == "pose" else None
+        self.solve(p[0], quat)
+        self.solve(p[0], quat, current=mid, last=mid)
+        if several and self.settings.refines:
+            self.solve(p[0], quat, current=mid, solutions=2)
+        return time.perf_counter() - started
+
     # -- kinematics -------------------------------------------------------------------------------
     def forward(self, q) -> tuple[np.ndarray, np.ndarray]:
         """Tip positions (B, 3) and rotations (B, 3, 3) for joints (B, dof), compiled."""

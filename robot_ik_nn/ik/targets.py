@@ -84,10 +84,11 @@ def reason(
         within = "" if quat_tolerance is None else f"; within {quat_tolerance:g} of 1 is taken"
         return f"orientation quaternion is not unit length (norm {norm:.6g}{within}; x y z w)"
     if code in (OUT_OF_REACH, TOO_FAR):
-        dist = float(np.linalg.norm(p - np.asarray(origin)))
+        dist = math.hypot(*(p - np.asarray(origin, dtype=float)))  # no overflow for 1e300
+        far = f"{dist:.3f}" if dist < 1e6 else f"{dist:.3g}"
         return (
             f"{'outside the reach' if code == OUT_OF_REACH else 'far outside the reach'}: "
-            f"the position is {dist:.3f} m from the arm's first joint; {arm_name} reaches at "
+            f"the position is {far} m from the arm's first joint; {arm_name} reaches at "
             f"most {reach:.3f} m" + ("" if code == OUT_OF_REACH else " (positions are in metres)")
         )
     if code == NOT_FOUND:

@@ -175,6 +175,7 @@ class InferenceNode(Node):
         self.bounds = JointBounds.from_arm(self.arm, margin=margin, speed_scale=p["speed_scale"])
         self.axes = self.arm.axes  # (dof, 3)
         self.current = None  # (joints, receive time)
+        self.joint_problem = ""  # why the last /joint_states message was not usable
         self.last_solution = None
         self.setpoint = None
         self.stream_goal = None
@@ -182,6 +183,7 @@ class InferenceNode(Node):
         self.goal_stamp = None  # the target's stamp: every command toward its goal carries it
         self.stream_dt = 1.0 / p["stream_rate"]
         self.counts = dict.fromkeys(STATUS, 0)
+        warm_up = self.solver.warm_up(several=not self._no_refinement)
 
         self.command_pub = self.create_publisher(JointState, "joint_command", RELIABLE)
         self.trajectory_pub = self.create_publisher(
@@ -199,22 +201,31 @@ class InferenceNode(Node):
             f"{backend} network); targets in frame "
             f"{next(iter(self.frames))}; trajectories on {controller}/joint_trajectory"
             + (f"; streaming setpoints at {p['stream_rate']:g} Hz" if self.stream else "")
+            + f"; solver compiled (or loaded from numba's cache) in {warm_up:.1f} s"
         )
 
     # -- inputs -----------------------------------------------------------------------------------
     def on_joint_states(self, msg: JointState) -> None:
         given = dict(zip(msg.name, msg.position))
-        if all(n in given for n in self.names):
-            q = np.array([given[n] for n in self.names], dtype=float)
-            if np.all(np.isfinite(q)):
-                self.current = (q, time.monotonic())
+        missing = [n for n in self.names if n not in given]
+        if missing:  # kept for the reason a target gets, should no usable state follow
+            self.joint_problem = f"the last /joint_states lacked {', '.join(missing)}"
+            return
+        q = np.array([given[n] for n in self.names], dtype=float)
+        if not np.all(np.isfinite(q)):
+            self.joint_problem = "the last /joint_states had non-finite positions"
+            return
+        self.current, self.joint_problem = (q, time.monotonic()), ""
 
     def _current_joints(self):
+        why = f"; {self.joint_problem}" if self.joint_problem else ""
         if self.current is None:
-            return None, "no joint state yet on /joint_states for joints " + ", ".join(self.names)
+            return None, (
+                "no joint state yet on /joint_states for joints " + ", ".join(self.names) + why
+            )
         q, at = self.current
         if time.monotonic() - at > self.joint_state_timeout:
-            return None, f"joint states are stale (last {time.monotonic() - at:.2f} s ago)"
+            return None, f"joint states are stale (last {time.monotonic() - at:.2f} s ago){why}"
         return q, ""
 
     def _choice_problem(self, value) -> str:
@@ -256,6 +267,15 @@ class InferenceNode(Node):
             )
         if answer.status != SOLVED and not (answer.q is not None and self.accept_best_effort):
             return self.report(answer.status, answer.reason, started, answer)
+        age = now_seconds(self) - stamp_seconds(msg.header.stamp)
+        if age > self.stale_timeout:  # the answer came too late to act on (and the joints too)
+            return self.report(
+                REJECTED,
+                f"answered too late: the target is {age * 1000:.0f} ms old "
+                f"(stale_timeout {self.stale_timeout * 1000:.0f} ms); not commanded",
+                started,
+                answer,
+            )
         command = gate_command(answer.q, current, self.bounds, self.min_duration)
         if command is None:
             return self.report(
