@@ -39,6 +39,7 @@ def cmd_train(args) -> int:
     from .learn.distributed import cpu_threads, world_from_env
 
     if args.nproc and args.nproc > 1 and world_from_env()[1] == 1:
+        _check_before_workers(args)  # one plain message here, not one per worker under torchrun
         return _torchrun(args)
     world = world_from_env()[1]
     _threads(args.threads or (cpu_threads() if world > 1 else None), torch=True)
@@ -46,17 +47,17 @@ def cmd_train(args) -> int:
     from .learn.training import TrainConfig, Trainer
 
     learn = LearnConfig().update(args.learn)
-    if args.batch_size:
-        learn.batch_size = args.batch_size
+    if args.batch_size is not None:
+        learn.set("batch_size", str(args.batch_size))
     if args.novelty is not None:
-        learn.novelty = args.novelty
+        learn.set("novelty", str(args.novelty))
     config = TrainConfig(
         robot=args.robot,
         base=args.base,
         tip=args.tip,
         mode=args.mode,
         learner=args.learner,
-        minutes=None if args.steps and args.minutes is None else (args.minutes or 5.0),
+        minutes=_minutes(args, 5.0),
         steps=args.steps,
         device=args.device,
         out=args.out or f"models/{_stem(args.robot)}",
@@ -76,8 +77,7 @@ def cmd_train(args) -> int:
         if missing:
             print(f"robot-ik-nn train: {missing}", file=sys.stderr)
             return 1
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop = _stop_between_steps()
     trainer = Trainer(
         config, resume=args.resume, force=args.force, progress=not args.quiet, stop=stop
     )
@@ -115,12 +115,11 @@ def cmd_merge(args) -> int:
     from .learn.learners import LearnConfig
     from .learn.merge import merge
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop = _stop_between_steps()
     trainer = merge(
         args.models,
         args.out,
-        minutes=None if args.steps and args.minutes is None else (args.minutes or 3.0),
+        minutes=_minutes(args, 3.0),
         steps=args.steps,
         seed=args.seed,
         fresh=args.fresh,
@@ -131,6 +130,51 @@ def cmd_merge(args) -> int:
     )
     print(f"merged {len(args.models)} networks into {args.out}")
     return 130 if trainer.interrupted else 0
+
+
+def _check_before_workers(args) -> None:
+    """What ``train --nproc N`` would refuse in each worker, refused once, before any starts."""
+    from .arm.model import ArmModel
+    from .learn.learners import LearnConfig
+
+    learn = LearnConfig().update(args.learn)
+    if args.batch_size is not None:
+        learn.set("batch_size", str(args.batch_size))
+    if args.novelty is not None:
+        learn.set("novelty", str(args.novelty))
+    if args.learner not in ("gradient", "evolution"):
+        raise ValueError(
+            f"the {args.learner} learner runs in one process; use gradient or evolution"
+        )
+    _minutes(args, 5.0)
+    ArmModel.load(args.robot, base=args.base, tip=args.tip)
+
+
+def _minutes(args, default: float):
+    """The time budget: ``--minutes`` as given (0 is refused, not the default), none with
+    ``--steps`` alone, else ``default``."""
+    if args.minutes is not None:
+        if not args.minutes > 0:
+            raise ValueError(f"--minutes must be more than 0, got {args.minutes:g}")
+        return args.minutes
+    return None if args.steps else default
+
+
+def _stop_between_steps() -> threading.Event:
+    """SIGTERM and a first Ctrl-C end a run after the step in flight: saved, and resumable bit
+    for bit with --resume (an interrupt inside a step would save a random state that step had
+    already moved on). A second Ctrl-C interrupts at once."""
+    stop = threading.Event()
+
+    def first_ctrl_c(*_):
+        stop.set()
+        print("\nstopping after this step (Ctrl-C again to interrupt at once)", file=sys.stderr)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, first_ctrl_c)
+    return stop
 
 
 def _torchrun(args) -> int:
@@ -147,7 +191,12 @@ def _torchrun(args) -> int:
             argv.append(word)
     run = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
     run += ["--nproc-per-node", str(args.nproc), "-m", "robot_ik_nn.train", *argv]
-    return subprocess.call(run)
+    proc = subprocess.Popen(run)
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:  # the workers heard it too: they save, then torchrun ends
+            continue
 
 
 def _stem(robot: str) -> str:
@@ -174,7 +223,7 @@ def cmd_solve(args) -> int:
 
     _threads(args.threads)
     settings = IKSettings(
-        iterations=args.refine,
+        **({} if args.refine is None else {"iterations": args.refine}),
         free_axis=args.free_axis,
         collision_check=not args.no_collision_check,
     )

@@ -5,6 +5,26 @@ from __future__ import annotations
 import argparse
 
 
+def _count(text: str) -> int:
+    """A whole number of at least 1 (a count of targets, steps, processes ...)."""
+    return _whole(text, 1)
+
+
+def _count0(text: str) -> int:
+    """A whole number of at least 0."""
+    return _whole(text, 0)
+
+
+def _whole(text: str, least: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
+    return value
+
+
 def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     """The command line's words; ``commands`` maps each sub-command to the function it runs."""
     from .ik.settings import ORDERS
@@ -17,7 +37,7 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--threads",
-        type=int,
+        type=_count,
         default=None,
         help="CPU threads for batches and training (default: all cores)",
     )
@@ -36,7 +56,7 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     t.add_argument("--mode", choices=["pose", "position"], default="pose")
     t.add_argument("--learner", choices=LEARNERS, default="gradient")
     t.add_argument("--minutes", type=float, help="time budget (default 5)")
-    t.add_argument("--steps", type=int, help="step budget (reproducible with --seed)")
+    t.add_argument("--steps", type=_count, help="step budget (reproducible with --seed)")
     t.add_argument("--device", default="cpu", help="cpu or cuda")
     t.add_argument("--out", help="model folder (default models/<robot>)")
     t.add_argument(
@@ -46,19 +66,19 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument(
         "--hidden",
-        type=int,
+        type=_count,
         nargs="+",
         default=None,
         help="hidden layer widths (default 128 128; evolution: 32 32)",
     )
     t.add_argument(
         "--heads",
-        type=int,
+        type=_count,
         default=None,
         help="candidate branches the network proposes per target (default 4; explore and "
         "evolution: 1)",
     )
-    t.add_argument("--batch-size", type=int)
+    t.add_argument("--batch-size", type=_count)
     t.add_argument(
         "--learn",
         nargs="+",
@@ -71,7 +91,7 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     )
     t.add_argument("--init", metavar="MODEL_DIR", help="start from this model's weights")
     t.add_argument(
-        "--nproc", type=int, help="train in N processes (torchrun, DistributedDataParallel)"
+        "--nproc", type=_count, help="train in N processes (torchrun, DistributedDataParallel)"
     )
     t.add_argument(
         "--region",
@@ -87,7 +107,7 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     )
     t.add_argument(
         "--eval",
-        type=int,
+        type=_count,
         nargs="?",
         const=10000,
         metavar="N",
@@ -112,7 +132,7 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         m.add_argument("models", nargs="+", metavar="MODEL", help="two or more model folders")
         m.add_argument("--out", required=True, help="the merged model folder")
         m.add_argument("--minutes", type=float, help="time budget (default 3)")
-        m.add_argument("--steps", type=int, help="step budget")
+        m.add_argument("--steps", type=_count, help="step budget")
         m.add_argument("--seed", type=int, default=0)
         m.add_argument("--fresh", action="store_true", help="start from nothing, not the best")
         m.add_argument("--learn", nargs="+", default=[], metavar="KEY=VALUE")
@@ -122,9 +142,9 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
 
     e = sub.add_parser("eval", help="evaluate a model folder on held-out targets")
     e.add_argument("model")
-    e.add_argument("--targets", type=int, default=10000)
+    e.add_argument("--targets", type=_count, default=10000)
     e.add_argument("--seed", type=int, default=12345)
-    e.add_argument("--batch", type=int, help="targets per solver call (default: all at once)")
+    e.add_argument("--batch", type=_count, help="targets per solver call (default: all at once)")
     e.add_argument("--device", default="cpu")
     e.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     e.set_defaults(func=commands["eval"])
@@ -134,7 +154,9 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     s.add_argument("--xyz", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"))
     s.add_argument("--quat", type=float, nargs=4, metavar=("X", "Y", "Z", "W"))
     s.add_argument(
-        "--refine", type=int, default=30, help="refinement iterations (0: the network alone)"
+        "--refine",
+        type=_count0,
+        help="refinement iterations from the first seed (default 10; 0: the network alone)",
     )
     s.add_argument(
         "--backend",
@@ -145,7 +167,7 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--solutions",
-        type=int,
+        type=_count,
         metavar="K",
         help="up to K distinct answers (joints differing by more than the settings' "
         "solution_threshold, 0.1 rad), in --order",
@@ -176,12 +198,12 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         "bench", help="measure speed and solve rate, side by side with other solvers"
     )
     b.add_argument("model")
-    b.add_argument("--targets", type=int, default=10000, help="targets (and the largest batch)")
+    b.add_argument("--targets", type=_count, default=10000, help="targets (and the largest batch)")
     b.add_argument(
-        "--single-targets", type=int, help="targets solved one at a time (default: --targets)"
+        "--single-targets", type=_count, help="targets solved one at a time (default: --targets)"
     )
     b.add_argument(
-        "--tracking-targets", type=int, default=1000, help="targets along the tracking path"
+        "--tracking-targets", type=_count, default=1000, help="targets along the tracking path"
     )
     b.add_argument(
         "--backends",
@@ -202,16 +224,16 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         "--dds", action="store_true", help="also measure the inference node over DDS (needs rclpy)"
     )
     b.add_argument(
-        "--dds-targets", type=int, default=2000, help="targets sent at 200 Hz with --dds"
+        "--dds-targets", type=_count, default=2000, help="targets sent at 200 Hz with --dds"
     )
     b.add_argument("--no-torch", action="store_true", help="skip the batched torch solver")
     b.add_argument(
         "--solutions",
-        type=int,
+        type=_count,
         metavar="K",
         help="measure only this: K distinct answers per target against a brute-force search",
     )
-    b.add_argument("--solution-targets", type=int, default=200, help="targets for --solutions")
+    b.add_argument("--solution-targets", type=_count, default=200, help="targets for --solutions")
     b.add_argument(
         "--collisions",
         action="store_true",
@@ -230,7 +252,7 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         help="measure only this: the deploy session (dry run) driving that arm's emulator "
         "through its real protocol, over DDS (needs rclpy)",
     )
-    b.add_argument("--hardware-targets", type=int, default=200, help="targets for --hardware")
+    b.add_argument("--hardware-targets", type=_count, default=200, help="targets for --hardware")
     b.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     b.add_argument(
         "--out", help="also write the JSON to this file (and the markdown table beside it)"

@@ -128,3 +128,16 @@ def test_errors_name_the_problem(tmp_path):
         str(tmp_path / "x"),
     )
     assert run.returncode == 2 and "unknown tip link 'nowhere'" in run.stderr
+    out = ["--out", str(tmp_path / "y")]
+    for words, said in [
+        (["eval", str(tmp_path), "--targets", "0"], "--targets: must be at least 1, got 0"),
+        (["train", "--eval", "-3", "--steps", "2", *out], "--eval: must be at least 1"),
+        (["train", "--minutes", "0", *out], "--minutes must be more than 0"),
+        (["train", "--steps", "2", "--learn", "batch_size=-4", *out], "must be at least 1"),
+        (["train", "--learn", "mutation_rate=2", *out], "must be a fraction from 0 to 1"),
+        (["train", "--nproc", "2", "--robot", "nosuch", *out], "URDF file not found: nosuch"),
+        (["train", "--nproc", "2", "--learner", "explore", *out], "runs in one process"),
+    ]:
+        run = cli(*words)
+        assert run.returncode == 2 and said in run.stderr, (words, run.stderr)
+        assert "Traceback" not in run.stderr and not (tmp_path / "y").exists()

@@ -110,6 +110,18 @@ def test_existing_run_needs_resume_or_force(tmp_path):
     with pytest.raises(TrainingError, match="--resume"):
         Trainer(config, progress=False)
     Trainer(config, progress=False, force=True)
+    finished = tmp_path / "finished"  # a model folder copied without its run: kept all the same
+    finished.mkdir()
+    for f in (tmp_path / "r").iterdir():
+        if f.is_file() and f.name != "checkpoint.pt":
+            (finished / f.name).write_bytes(f.read_bytes())
+    again = TrainConfig(steps=5, minutes=None, out=str(finished), hidden=[8])
+    with pytest.raises(TrainingError, match="already holds a model; pass --force"):
+        Trainer(again, progress=False)
+    with pytest.raises(TrainingError, match="cannot resume: .* holds no checkpoint.pt"):
+        Trainer(again, resume=True, progress=False)
+    with pytest.raises(TrainingError, match="is a file, not a folder"):
+        Trainer(TrainConfig(steps=5, minutes=None, out=str(finished / "model.json")))
     with pytest.raises(TrainingError, match="mode='pose'"):
         Trainer(
             TrainConfig(
@@ -143,18 +155,19 @@ def _train_cli(out, *extra):
     ]
 
 
-def test_kill_9_then_resume_continues_and_matches_an_uninterrupted_run(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["kill -9", "Ctrl-C"])
+def test_a_stopped_run_resumes_to_the_uninterrupted_one(tmp_path, stop):
     crashed, clean = tmp_path / "crashed", tmp_path / "clean"
     proc = subprocess.Popen(_train_cli(crashed), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.time() + 120
     while not (crashed / CHECKPOINT).exists() and time.time() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)
-    proc.send_signal(signal.SIGKILL)
+    proc.send_signal(stop)  # Ctrl-C ends the step in flight first: its random state is saved
     proc.wait()
     ckpt = torch.load(crashed / CHECKPOINT, weights_only=True)
-    assert 0 < ckpt["step"] < 400, "the crash should land mid-run"
-    assert not (crashed / "model.json").exists()
+    assert 0 < ckpt["step"] < 400, "the stop should land mid-run"
+    assert (crashed / "model.json").exists() == (stop == signal.SIGINT)
     done = subprocess.run(
         _train_cli(crashed, "--resume"), capture_output=True, text=True, timeout=300
     )

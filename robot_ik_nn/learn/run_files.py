@@ -30,14 +30,22 @@ def begin(out: Path, resume: bool, force: bool, device) -> tuple[str, object]:
             return "load", torch.load(ckpt, map_location=device, weights_only=True)
         except Exception as err:  # noqa: BLE001 - any unreadable checkpoint: one message
             return "error", f"cannot resume: {ckpt} is unreadable ({err})"
-    if ckpt.exists() and not force:
+    if resume:
+        return "error", f"cannot resume: {out} holds no {CHECKPOINT} (no run to continue)"
+    if out.exists() and not out.is_dir():
+        return "error", f"--out {out} is a file, not a folder"
+    model = (out / model_dir.META).exists()  # a finished model, maybe copied without its run
+    if (ckpt.exists() or model) and not force:
         return "error", (
             f"{out} already holds a training run; pass --resume to continue it "
             f"or --force to start over"
+            if ckpt.exists()
+            else f"{out} already holds a model; pass --force to train a new one over it"
         )
-    if not resume:  # a fresh start: no rows or events from an earlier run in this folder
-        (out / METRICS).unlink(missing_ok=True)
-        shutil.rmtree(out / "tensorboard", ignore_errors=True)
+    # a fresh start: no rows, events or curve from an earlier run in this folder
+    (out / METRICS).unlink(missing_ok=True)
+    (out / model_dir.CURVE).unlink(missing_ok=True)
+    shutil.rmtree(out / "tensorboard", ignore_errors=True)
     return "fresh", None
 
 

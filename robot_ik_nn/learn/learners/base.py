@@ -70,9 +70,16 @@ class LearnConfig:
             )
         kind = type(getattr(LearnConfig(), key))
         try:
-            setattr(self, key, kind(value))
+            typed = kind(value)
         except ValueError as err:
             raise ValueError(f"--learn {key}={value}: expected a {kind.__name__}") from err
+        low, high = _RANGES.get(key, (0, math.inf))
+        if not (math.isfinite(typed) and low <= typed <= high):
+            raise ValueError(
+                f"--learn {key}={value}: must be "
+                + ("a fraction from 0 to 1" if high == 1 else f"at least {low}")
+            )
+        setattr(self, key, typed)
 
     def update(self, pairs: list[str]) -> "LearnConfig":
         """Apply ``KEY=VALUE`` strings; returns self."""
@@ -82,6 +89,25 @@ class LearnConfig:
                 raise ValueError(f"--learn expects KEY=VALUE, got {pair!r}")
             self.set(key.strip(), value.strip())
         return self
+
+
+# what each setting may be: counts at least 1, fractions from 0 to 1, the rest at least 0
+_RANGES = {
+    **dict.fromkeys(
+        (
+            "batch_size", "attempts", "explore_targets", "buffer_size", "replay", "population",
+            "evolution_targets", "novelty_k", "probes", "archive_size",
+        ),
+        (1, math.inf),
+    ),
+    **dict.fromkeys(
+        (
+            "hindsight_until", "losing_heads", "epsilon_start", "epsilon_end", "decay_until",
+            "crossover", "mutation_rate",
+        ),
+        (0, 1),
+    ),
+}
 
 
 def parse_region(conditions: list[str] | None, device="cpu"):
