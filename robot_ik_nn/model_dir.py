@@ -71,7 +71,9 @@ def weights_bytes(net) -> bytes:
     from safetensors.torch import save
 
     state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
-    return save(state, metadata={"format": "robot_ik_nn", "version": str(FORMAT)})
+    # one metadata entry: safetensors writes a map's entries in no fixed order, and identical
+    # weights must give identical bytes (their SHA-256 names them in model.json and lineage)
+    return save(state, metadata={"format": f"robot_ik_nn {FORMAT}"})
 
 
 @dataclass

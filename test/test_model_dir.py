@@ -133,3 +133,20 @@ def test_a_hostile_archive_is_refused(tmp_path):
     (tmp_path / "junk.tar.gz").write_bytes(b"not an archive")
     with pytest.raises(ModelDirError, match="not a readable model archive"):
         model_dir.load(tmp_path / "junk.tar.gz")
+
+
+def test_the_same_weights_give_the_same_bytes_in_every_process():
+    import subprocess
+    import sys
+
+    code = (
+        "import torch; from robot_ik_nn.model_dir import weights_bytes, _sha256; "
+        "torch.manual_seed(0); print(_sha256(weights_bytes(torch.nn.Linear(3, 4))))"
+    )
+    names = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+        for _ in range(4)
+    }  # safetensors writes a metadata map in an order of its own per process
+    assert len(names) == 1, names
