@@ -92,6 +92,10 @@ def test_networks_of_different_arms_are_refused(tmp_path, halves, capsys):
     assert "cannot merge networks of different arms" in capsys.readouterr().err
     with pytest.raises(MergeError, match="at least two"):
         merge([halves[0]], tmp_path / "m", minutes=None, steps=1, progress=False)
+    with pytest.raises(MergeError, match="one was given twice"):
+        merge([halves[0], halves[0]], tmp_path / "m", minutes=None, steps=1, progress=False)
+    with pytest.raises(MergeError, match="is one of the networks merged"):  # never over a parent
+        merge(list(halves), halves[1], minutes=None, steps=1, force=True, progress=False)
 
 
 def _limited(niryo, tmp_path, name, lo0, hi0):

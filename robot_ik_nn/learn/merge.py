@@ -89,6 +89,11 @@ def merge(
     stop=None,
 ) -> Trainer:
     """Train the merged network into ``out``; returns the finished trainer."""
+    where = {Path(p).resolve() for p in paths}
+    if len(where) < len(paths):
+        raise MergeError("merge needs two different model folders; one was given twice")
+    if Path(out).resolve() in where:
+        raise MergeError(f"--out {out} is one of the networks merged: write the merge elsewhere")
     parents = [model_dir.load(p) for p in paths]
     check_parents(parents)
     learn = learn or LearnConfig()
