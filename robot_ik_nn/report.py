@@ -39,7 +39,17 @@ def curve_png(history: list[dict], title: str) -> bytes | None:
     return buffer.getvalue()
 
 
-def training_report(arm, config, summary: dict) -> str:
+def _per_step(config) -> str:
+    """What one step of the learner looks at."""
+    learn = config.learn
+    if config.learner == "explore":
+        return f"{learn.explore_targets} targets x {learn.attempts} attempts a step"
+    if config.learner == "evolution":
+        return f"a population of {learn.population} on {learn.evolution_targets} targets a step"
+    return f"batch {learn.batch_size}"
+
+
+def training_report(arm, config, summary: dict, curve: bool = True) -> str:
     net = summary.get("final_network", {})
     rot = f"{net['rot_deg_median']:.2f} deg" if "rot_deg_median" in net else "n/a (position only)"
     lines = [
@@ -52,7 +62,7 @@ def training_report(arm, config, summary: dict) -> str:
         f"{config.hidden}, {config.heads} head{'s' if config.heads != 1 else ''}",
         f"- learner: {config.learner}; {summary['steps']} steps in "
         f"{summary['seconds'] / 60:.1f} min "
-        f"on {summary['device']}, seed {config.seed}, batch {config.learn.batch_size}"
+        f"on {summary['device']}, seed {config.seed}, {_per_step(config)}"
         + (
             "; stopped early (interrupted), everything up to then is saved"
             if summary.get("interrupted")
@@ -69,7 +79,7 @@ def training_report(arm, config, summary: dict) -> str:
         "The solver refines the network's answer to sub-millimetre accuracy: run "
         f"`robot-ik-nn eval {config.out}` for the full table.",
         "",
-        "![training curve](training_curve.png)",
-        "",
     ]
+    if curve:  # none for a run shorter than one logging interval
+        lines += ["![training curve](training_curve.png)", ""]
     return "\n".join(lines)

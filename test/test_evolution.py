@@ -83,6 +83,8 @@ def test_evolution_improves_without_gradients(tmp_path):
     assert trainer.learner.evaluations == 150 * 32 * 64
     rewards = [row["reward"] for row in trainer.history]
     assert rewards[-1] > rewards[0]
+    report = (tmp_path / "evo" / "report.md").read_text()  # what a step is, as it ran
+    assert "a population of 32 on 64 targets a step" in report and "batch 1024" not in report
 
 
 def test_novelty_fills_the_archive_and_rewards_the_unusual(niryo):

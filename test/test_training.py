@@ -107,6 +107,9 @@ def test_same_seed_same_steps_same_network(tmp_path):
 def test_existing_run_needs_resume_or_force(tmp_path):
     config = TrainConfig(steps=5, minutes=None, out=str(tmp_path / "r"), hidden=[8])
     Trainer(config, progress=False).run()
+    # shorter than one logging interval: no curve, and the report links none
+    assert not (tmp_path / "r" / "training_curve.png").exists()
+    assert "training_curve.png" not in (tmp_path / "r" / "report.md").read_text()
     with pytest.raises(TrainingError, match="--resume"):
         Trainer(config, progress=False)
     Trainer(config, progress=False, force=True)

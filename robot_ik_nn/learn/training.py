@@ -297,13 +297,14 @@ class Trainer:
         from ..report import curve_png, training_report
 
         summary = self.summary()
+        curve = curve_png(self.history, self.arm.name)
         return model_dir.save(
             self.out,
             self.net,
             self.arm,
             summary,
-            report=training_report(self.arm, self.config, summary),
-            curve_png=curve_png(self.history, self.arm.name),
+            report=training_report(self.arm, self.config, summary, curve is not None),
+            curve_png=curve,
             parents=self.parents,
         )
 
