@@ -221,3 +221,13 @@ def test_cuda_request_without_cuda_is_a_clear_error():
         pytest.skip("this machine has CUDA; the error is for machines without it")
     with pytest.raises(ValueError, match="no CUDA device"):
         TrainConfig(device="cuda")
+
+
+def test_options_a_learner_would_ignore_are_refused(tmp_path):
+    from robot_ik_nn.learn.learners import LearnConfig
+
+    out = str(tmp_path / "x")
+    with pytest.raises(ValueError, match="tracking network is trained by the gradient learner"):
+        TrainConfig(learner="explore", tracking=True, steps=1, minutes=None, out=out)
+    with pytest.raises(ValueError, match="novelty search belongs to the evolution learner"):
+        TrainConfig(learn=LearnConfig(novelty=0.5), steps=1, minutes=None, out=out)

@@ -59,6 +59,15 @@ class TrainConfig:
         if self.hidden is None:
             self.hidden = [32, 32] if self.learner == "evolution" else [128, 128]
         parse_region(self.region)  # refuse a malformed region now, not after loading the arm
+        if self.tracking and self.learner not in ("gradient", "distill"):
+            raise ValueError(
+                f"a tracking network is trained by the gradient learner: the {self.learner} "
+                "learner never gives it the arm's joints"
+            )
+        if self.learn.novelty > 0 and self.learner != "evolution":
+            raise ValueError(
+                "novelty search belongs to the evolution learner (--learner evolution)"
+            )
         if self.minutes is None and self.steps is None:
             raise ValueError("give a budget: minutes or steps")
         if self.minutes is not None and not self.minutes > 0:
