@@ -182,6 +182,30 @@ def test_goals_outside_the_limits_or_malformed_are_refused_by_name(niryo):
     assert bridge.refused == 3
 
 
+def test_a_goal_decided_before_resume_or_a_loss_is_refused_however_often_repeated(niryo):
+    class Still:
+        arm = niryo
+
+        def close(self):
+            pass
+
+    now = [100.0]
+    bridge = Bridge(Still(), clock=lambda: now[0])
+    goal, decided = niryo.mid_range, 101.0  # a target's goal, streamed again and again
+    now[0] = 102.0
+    assert bridge.command(goal, decided) == "" and bridge.command(goal) == ""
+    bridge.stop()
+    now[0] = 103.0
+    bridge.resume()
+    assert "decided before the last ~/resume" in bridge.command(goal, decided)
+    assert bridge.command(goal, 103.5) == ""  # a new target's goal
+    now[0] = 104.0
+    bridge._lost("switched off mid-move")
+    now[0] = 105.0
+    assert "loss of the arm" in bridge.command(goal, 103.5)  # its stream, after the loss
+    assert bridge.command(goal, 104.5) == "" and bridge.command(goal) == ""
+
+
 def test_calibration_template_loads_and_maps_servo_ranges_inside_the_urdf(tmp_path, inmoov):
     path = tmp_path / "inmoov.yaml"
     path.write_text(inmoov_template := calibration.template(inmoov))

@@ -17,6 +17,7 @@ the reason. Nothing moves after start-up until :meth:`Bridge.resume` unless ``st
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ class Bridge:
         self.read_time = None
         self.problem = "not connected yet"
         self.lost_at = None
+        self._resumed_at = self.clock()  # with lost_at: goals decided before these are refused
         self.connections = 0
         self.refused = 0
         self.bad_replies = 0
@@ -78,8 +80,11 @@ class Bridge:
         self._thread = None
 
     # -- commands (any thread) ---------------------------------------------------------------
-    def command(self, q) -> str:
-        """Take a joint goal; "" when taken, else why it was refused."""
+    def command(self, q, decided=None) -> str:
+        """Take a joint goal; "" when taken, else why it was refused. ``decided`` (this bridge's
+        clock): when the goal was decided, if not now (an inference node streams one goal for
+        seconds): a goal decided before the last ~/resume or the last loss of the arm is
+        refused, however often it is repeated."""
         try:
             q = np.array(q, dtype=float).reshape(-1)
         except (TypeError, ValueError):
@@ -94,8 +99,12 @@ class Bridge:
             why = f"joints {names} outside their limits"
         else:
             with self._lock:
-                self._goal = (np.clip(q, self.lower, self.upper), self.clock())
-            return ""
+                since = max(self._resumed_at, -math.inf if self.lost_at is None else self.lost_at)
+                if decided is None or decided > since:
+                    self._goal = (np.clip(q, self.lower, self.upper), self.clock())
+                    return ""
+            why = "a goal decided before the last ~/resume or loss of the arm"
+
         self.refused += 1
         return why
 
@@ -110,6 +119,7 @@ class Bridge:
         with self._lock:
             self._goal = None
             self._setpoint = None
+            self._resumed_at = self.clock()
             self.enabled = True
 
     # -- the worker ------------------------------------------------------------------------------

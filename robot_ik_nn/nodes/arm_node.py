@@ -8,8 +8,9 @@ Subscribes ``joint_command`` (sensor_msgs/JointState) and ``<controller>/joint_t
 services ``~/stop`` and ``~/resume`` (std_srvs/Trigger). A real arm does not move after start-up
 until ``~/resume`` is called or ``start_enabled`` is true, and holds when no command came within
 ``watchdog_timeout`` seconds (stream commands to it: the inference node's ``stream``). Commands
-and trajectories stamped before the last ``~/resume`` (or start-up) are refused: an old goal is
-never replayed, however often it is repeated (a zero stamp counts as now).
+and trajectories stamped before the last ``~/resume`` (or start-up) or the last loss of the arm
+are refused by the bridge: an old goal is never replayed, however often it is repeated (a zero
+stamp counts as now).
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ class ArmNode(Node):
         self._last_markers = self._last_status = 0.0
         self._last_read = None
         self._reported = None
-        self._resumed = self._now()  # commands stamped before this are older goals: refused
+        self._decided_at = None  # when the trajectory being followed was decided (bridge clock)
 
         self.joint_pub = self.create_publisher(JointState, "/joint_states", RELIABLE)
         self.pose_pub = self.create_publisher(PoseStamped, "~/end_effector_pose", RELIABLE)
@@ -101,36 +102,29 @@ class ArmNode(Node):
         )
 
     # -- inputs -----------------------------------------------------------------------------------
-    def _give(self, names, values) -> None:
+    def _give(self, names, values, decided=None) -> None:
         given = dict(zip(names, values))
         missing = [n for n in self.arm.joint_names if n not in given]
         why = (f"command without joints {missing}" if missing
-               else self.bridge.command([given[n] for n in self.arm.joint_names]))
+               else self.bridge.command([given[n] for n in self.arm.joint_names], decided))
         if why:
             self.get_logger().warning(f"command refused: {why}", throttle_duration_sec=2.0)
 
-    def _before_resume(self, stamp, what: str) -> bool:
-        """Whether a message stamped ``stamp`` (zero: unstamped, taken as now) was sent before
-        the last ~/resume (or start-up): a goal heard then is never acted on, however often it is
-        repeated (an inference node streams a goal until the arm gets there)."""
+    def _decided(self, stamp):
+        """When a message's goal was decided, on the bridge's clock (None: unstamped, now). The
+        bridge refuses goals decided before its last ~/resume or loss of the arm, however often
+        they are repeated (an inference node streams a goal, stamped with its target's stamp,
+        until the arm gets there)."""
         seconds = stamp.sec + stamp.nanosec * 1e-9
-        if 0.0 < seconds < self._resumed:
-            self.get_logger().warning(
-                f"{what} refused: stamped {self._resumed - seconds:.2f} s before ~/resume",
-                throttle_duration_sec=2.0,
-            )
-            return True
-        return False
+        return None if seconds <= 0.0 else self.bridge.clock() - (self._now() - seconds)
 
     def on_command(self, msg: JointState) -> None:
-        if self._before_resume(msg.header.stamp, "command"):
-            return
         self.follower.clear()
-        self._give(msg.name, msg.position)
+        self._give(msg.name, msg.position, self._decided(msg.header.stamp))
 
     def on_trajectory(self, msg: JointTrajectory) -> None:
-        if self._before_resume(msg.header.stamp, "trajectory"):
-            return
+        decided = self._decided(msg.header.stamp)
+        self._decided_at = self.bridge.clock() if decided is None else decided
         current = self.bridge.joints
         if current is None or not self.follower.load(msg, current, self._now()):
             self.get_logger().warning(
@@ -150,7 +144,6 @@ class ArmNode(Node):
 
     def on_resume(self, _request, response):
         self.follower.clear()  # a trajectory heard while holding is not followed now
-        self._resumed = self._now()
         self.bridge.resume()
         response.success = True
         response.message = "moving on fresh commands" + (
@@ -167,7 +160,7 @@ class ArmNode(Node):
         now = self._now()
         goal = self.follower.sample(now)
         if goal is not None:
-            self._give(self.arm.joint_names, goal)
+            self._give(self.arm.joint_names, goal, self._decided_at)
             if now - self.follower.start > self.follower.times[-1]:
                 self.follower.clear()  # the last point given: the watchdog judges it from here
         self._publish_status()
