@@ -397,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     from .arm.model import RobotModelError
     from .model_dir import ModelDirError
 
-    refusals = (ModelDirError, RobotModelError, ValueError)
+    # what a user can mend: a bad value, a missing or busy file or port (OSError)
+    refusals = (ModelDirError, RobotModelError, ValueError, OSError)
     try:
         return args.func(args)
     except Exception as err:

@@ -227,6 +227,9 @@ def test_calibration_template_loads_and_maps_servo_ranges_inside_the_urdf(tmp_pa
         ("rest_deg", "400", "rest_deg 400.0 lies outside"),
         ("pin", "2", "pin 2 must be 0..255 and not shared"),
         ("offset", ".nan", "finite"),
+        ("gain", "1.5", "gain must be a whole number, got 1.5"),  # not read as 1
+        ("pin", "2.7", "pin must be a whole number, got 2.7"),
+        ("gain", "true", "gain must be a whole number, got True"),
     ],
 )
 def test_bad_calibration_files_are_refused_by_name(tmp_path, inmoov, field, bad, message):
@@ -240,6 +243,20 @@ def test_bad_calibration_files_are_refused_by_name(tmp_path, inmoov, field, bad,
         calibration.load_calibration(path, inmoov)
     with pytest.raises(ValueError, match="no calibration for joint 'r_wrist_roll'"):
         calibration.load_calibration(text.split("  r_wrist_roll:")[0], inmoov)
+
+
+def test_a_misspelt_field_or_a_range_off_the_urdf_is_refused_by_name(tmp_path, inmoov):
+    from robot_ik_nn.hardware.inmoov import InMoovSerial
+
+    text = calibration.template(inmoov)
+    with pytest.raises(ValueError, match=r"unknown field\(s\) \['min_uss'\]"):
+        calibration.load_calibration(text.replace("min_us:", "min_uss:", 1), inmoov)
+    head, _, tail = text.partition("  r_shoulder_out:")  # its servo turned 150 deg away
+    offset = next(ln for ln in tail.splitlines() if ln.strip().startswith("offset:"))
+    path = tmp_path / "off.yaml"
+    path.write_text(head + "  r_shoulder_out:" + tail.replace(offset, "    offset: 150.0", 1))
+    with pytest.raises(ValueError, match="does not overlap the URDF's limits for r_shoulder_out"):
+        Bridge(InMoovSerial(inmoov, "/dev/null", calibration=path))
 
 
 def test_frames_survive_garbage_between_them():

@@ -54,6 +54,19 @@ class Bridge:
         if hasattr(driver, "joint_limits"):  # the calibration's servo ranges, inside the URDF's
             lo, hi = driver.joint_limits()
             self.lower, self.upper = np.maximum(self.lower, lo), np.minimum(self.upper, hi)
+            apart = [
+                f"{name} (servo {a:.3f}..{b:.3f} rad, URDF {c:.3f}..{d:.3f} rad)"
+                for name, a, b, c, d, empty in zip(
+                    arm.joint_names, lo, hi, arm.lower, arm.upper, self.lower > self.upper
+                )
+                if empty
+            ]
+            if apart:
+                raise ValueError(
+                    "the calibration's servo range does not overlap the URDF's limits for "
+                    + "; ".join(apart)
+                    + ": check those servos' offset, gain, min_deg and max_deg"
+                )
         velocity = np.where(np.isfinite(arm.velocity_limits), arm.velocity_limits, 1.0)
         self.speed = velocity * self.config.velocity_scale  # rad/s (m/s) per joint
         self.step_limit = self.speed / self.config.rate  # per command period

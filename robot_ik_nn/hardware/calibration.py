@@ -57,6 +57,7 @@ DEFAULTS = {
     "r_wrist_roll": ("wrist", 7, -1, 0.0, 0.0, 180.0, 0.0),
 }
 FIELDS = ("servo", "pin", "gain", "offset", "min_deg", "max_deg", "rest_deg")
+OPTIONAL = ("min_us", "max_us", "range_deg")  # with defaults: 544 us, 2400 us over 180 deg
 
 
 def template(arm) -> str:
@@ -117,12 +118,18 @@ def load_calibration(source, arm) -> list[Servo]:
         missing = [f for f in FIELDS if f not in entry]
         if missing:
             raise ValueError(f"{where}: joint {name!r} lacks {missing}")
+        unknown = sorted(set(entry) - set(FIELDS) - set(OPTIONAL))
+        if unknown:
+            raise ValueError(
+                f"{where}: joint {name!r}: unknown field(s) {unknown} "
+                f"(fields: {', '.join((*FIELDS, *OPTIONAL))})"
+            )
         try:
             servo = Servo(
-                name, str(entry["servo"]), int(entry["pin"]), int(entry["gain"]),
+                name, str(entry["servo"]), _whole(entry["pin"], "pin"),
+                _whole(entry["gain"], "gain"),
                 *(float(entry[f]) for f in ("offset", "min_deg", "max_deg", "rest_deg")),
-                *(float(entry.get(f, d)) for f, d in
-                  (("min_us", 544.0), ("max_us", 2400.0), ("range_deg", 180.0))),
+                *(float(entry.get(f, d)) for f, d in zip(OPTIONAL, (544.0, 2400.0, 180.0))),
             )
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{where}: joint {name!r}: {exc}") from None
@@ -132,6 +139,13 @@ def load_calibration(source, arm) -> list[Servo]:
         pins.add(servo.pin)
         servos.append(servo)
     return servos
+
+
+def _whole(value, field: str) -> int:
+    """A whole number as written (2, not 2.7 nor true), or a ValueError naming the field."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise ValueError(f"{field} must be a whole number, got {value!r}")
+    return int(value)
 
 
 def _problem(s: Servo, pins: set) -> str:

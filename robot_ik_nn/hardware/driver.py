@@ -82,6 +82,17 @@ def checked_joints(values, arm, what: str = "reply") -> np.ndarray:
     return q
 
 
+def tcp_port(text, default: int = 40001) -> int:
+    """A TCP port from a parameter or an argument (empty: ``default``), or why it is none."""
+    try:
+        port = int(text) if str(text).strip() else default
+    except ValueError:
+        raise ValueError(f"port {text!r} is not a TCP port number") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port {port} is not a TCP port (0 to 65535)")
+    return port
+
+
 def make_driver(kind: str, arm, *, host: str = "", port: str = "", calibration: str = "",
                 timeout: float = 2.0, **options) -> Driver:
     """The driver called ``kind`` for ``arm``; ``port`` is a TCP port or a serial device."""
@@ -92,11 +103,11 @@ def make_driver(kind: str, arm, *, host: str = "", port: str = "", calibration: 
     if kind == "niryo_one_tcp":
         from .niryo import NiryoOneTCP
 
-        return NiryoOneTCP(arm, host or "127.0.0.1", int(port or 40001), timeout=timeout)
+        return NiryoOneTCP(arm, host or "127.0.0.1", tcp_port(port), timeout=timeout)
     if kind == "niryo_ned":
         from .niryo import NiryoNed
 
-        return NiryoNed(arm, host or "127.0.0.1", int(port or 40001), timeout=timeout)
+        return NiryoNed(arm, host or "127.0.0.1", tcp_port(port), timeout=timeout)
     if kind == "inmoov_serial":
         from .inmoov import InMoovSerial
 

@@ -70,12 +70,23 @@ def run(args) -> int:
     return 0
 
 
+def _port(text: str) -> int:
+    import argparse
+
+    from ..driver import tcp_port
+
+    try:
+        return tcp_port(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def add_parser(sub) -> None:
     e = sub.add_parser("emulate", help="an emulated arm speaking a real protocol (dry runs)")
     e.add_argument("kind", choices=sorted(EMULATORS))
     e.add_argument("--robot", default="", help="arm to move (default: the emulator's own)")
     e.add_argument("--host", default="127.0.0.1")
-    e.add_argument("--port", type=int, default=40001, help="TCP port (0 = any free port)")
+    e.add_argument("--port", type=_port, default=40001, help="TCP port (0 = any free port)")
     e.add_argument("--link", default=None, help="inmoov_serial: a fixed path to its terminal")
     e.add_argument("--calibration", default=None, help="inmoov_serial: calibration YAML")
     e.add_argument("--faults", type=int, default=0, help="spoil the first N replies")
