@@ -18,12 +18,6 @@ from __future__ import annotations
 import numpy as np
 
 DRIVERS = ("pybullet", "niryo_one_tcp", "niryo_ned", "inmoov_serial")
-# what the deploy session and the emulators call each driver's arm
-DRIVER_ARMS = {
-    "niryo_one_tcp": "niryo_one",
-    "niryo_ned": "niryo_one",
-    "inmoov_serial": "inmoov_right_arm",
-}
 # a reading this far outside a joint's limits is a broken reply, not an arm past its limit
 READ_SLACK = 0.2
 

@@ -8,6 +8,7 @@ robot-ik-nn view --ros --robot niryo_one [--learning]   (the arm of a running RO
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -54,7 +55,8 @@ def build(args):
     from .page import ArmPage
 
     if bool(args.model) == bool(args.robot):
-        raise SystemExit("robot-ik-nn view: give a model folder or --robot, not both")
+        print("robot-ik-nn view: error: give a model folder or --robot", file=sys.stderr)
+        raise SystemExit(2)  # a usage error, as argparse's
     settings = IKSettings(collision_check=not args.no_collision_check)
     if args.model:
         solver = Solver.load(args.model, settings)
