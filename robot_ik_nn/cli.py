@@ -128,7 +128,10 @@ def cmd_merge(args) -> int:
         progress=not args.quiet,
         stop=stop,
     )
-    print(f"merged {len(args.models)} networks into {args.out}")
+    print(
+        f"merged {len(args.models)} networks into {args.out}"
+        + (" (stopped early: the merge so far is saved)" if trainer.interrupted else "")
+    )
     return 130 if trainer.interrupted else 0
 
 
