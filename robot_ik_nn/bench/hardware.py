@@ -69,7 +69,7 @@ def deploy_run(model, arm_kind: str, targets: int = 200, seed: int = 5, kill_at:
         for i in range(1, targets + 1):
             if i == kill_at:
                 procs["emulator"] = _kill_and_restart(procs["emulator"], emulator_cmd, env,
-                                                      client, state, out)
+                                                      client, state, out, (P[i], R[i], arm.base))
             if kill_at and i == kill_at + 1:
                 _stop_check(client, state, P[i], R[i], arm.base, out)
             t0 = time.monotonic()
@@ -148,8 +148,10 @@ def _arrive(solver, state: Path, P, R, timeout: float) -> tuple[float, float]:
     return pe, re
 
 
-def _kill_and_restart(proc, cmd, env, client, state, out) -> subprocess.Popen:
-    time.sleep(0.3)
+def _kill_and_restart(proc, cmd, env, client, state, out, target) -> subprocess.Popen:
+    """The arm switched off mid-move (its goal still streamed to it) and on again: the goal
+    from before the loss must not reach it after."""
+    _on_its_way(client, state, target)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     t0 = time.monotonic()
@@ -163,12 +165,20 @@ def _kill_and_restart(proc, cmd, env, client, state, out) -> subprocess.Popen:
     return proc
 
 
-def _stop_check(client, state, P, R, frame, out) -> None:
+def _on_its_way(client, state, target) -> int:
+    """Send ``target`` (P, R, frame) and wait until the arm is moving toward it; returns the
+    goals the emulated arm had heard before."""
+    P, R, frame = target
     before = _read(state)["goals"]
     client.send(P, matrix_to_quaternion(R), frame)
     end = time.monotonic() + 5
     while _read(state)["goals"] < before + 3 and time.monotonic() < end:
-        time.sleep(0.005)  # until the arm is on its way
+        time.sleep(0.005)
+    return before
+
+
+def _stop_check(client, state, P, R, frame, out) -> None:
+    before = _on_its_way(client, state, (P, R, frame))
     out["stop"] = client.call("stop")
     at_stop = _read(state)
     time.sleep(0.5)
