@@ -265,12 +265,17 @@ def format_table(r: dict) -> str:
          f"{r['pos_mm_max']:.3f} mm / {r['rot_rad_max']:.4f} rad"),
         ("median time from target to the tool there", f"{r['seconds_median']:.2f} s"),
         ("goals reaching the arm before ~/resume", str(r["goals_before_resume"])),
-        ("emulator killed: loss on ~/status after", f"{r.get('loss_reported_s', 0) * 1e3:.0f} ms"),
+        ("~/resume, no new target: the arm moved in 1 s (the goal heard before)",
+         f"{r.get('moved_after_resume_rad', 0):.4f} rad"),
+        ("emulator killed mid-move: loss on ~/status after",
+         f"{r.get('loss_reported_s', 0) * 1e3:.0f} ms"),
         ("reconnected after the emulator came back", f"{r.get('reconnected_s', 0):.2f} s"),
         ("goals sent after reconnecting, before a new target",
          str(r.get("stale_goals_after_reconnect", "-"))),
         ("~/stop during a move: arm moved afterwards",
          f"{r.get('moved_after_stop_rad', 0):.4f} rad ({r.get('goals_after_stop', '-')} goals)"),
+        ("~/stop then ~/resume, no new target: the arm moved in 1 s",
+         f"{r.get('moved_after_stop_and_resume_rad', 0):.4f} rad"),
         ("goals a real controller would refuse", str(r["bad_goals"])),
     ]
     head = f"deploy dry run: {r['arm']} through {r['driver']}\n\n| measure | value |\n|---|---|\n"
