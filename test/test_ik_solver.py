@@ -240,3 +240,38 @@ def test_warm_up_resolves_the_compiled_entry_before_the_first_target(niryo_model
     assert solver._solve_one is None  # resolved on the first solve
     assert solver.warm_up() >= 0.0 and solver._solve_one is not None
     assert Solver.load(niryo_model).with_settings(iterations=0).warm_up() >= 0.0  # no search
+
+
+def test_answers_repeat_and_bad_joint_or_shape_inputs_are_refused_by_name(niryo_model, targets):
+    P, _, Q = targets
+    solver = Solver.load(niryo_model)
+    first = [solver.solve(P[i], Q[i]) for i in range(200)]
+    again = [solver.solve(P[i], Q[i]) for i in range(200)]  # the random state set again per call
+    assert all(np.array_equal(a.q, b.q) for a, b in zip(first, again))
+    np.testing.assert_array_equal(solver.solve_batch(P[:1], Q[:1]).q[0], first[0].q)
+    batch = solver.solve_batch(P[:5], Q[:5])
+    assert [batch[i].iterations for i in range(5)] == batch.iterations.tolist()
+    with pytest.raises(TypeError, match="one target at a time"):
+        batch[0:2]
+    n = solver.arm.dof
+    for bad, said in [
+        (np.full(n, np.nan), "holds joint values that are not finite or beyond 1e6"),
+        (np.full(n, 1e20), "holds joint values that are not finite or beyond 1e6"),
+        (np.zeros(n - 1), f"must be joint values of shape \\({n}\\); got shape \\({n - 1},\\)"),
+        (0.3, f"must be joint values of shape \\({n}\\); got shape \\(\\)"),
+    ]:
+        with pytest.raises(ValueError, match="last " + said):
+            solver.solve(P[0], Q[0], last=bad)
+    with pytest.raises(ValueError, match=r"positions must be an array of shape \(B, 3\)"):
+        solver.solve_batch(P[:4].T, Q[:4])  # transposed: never quietly reshaped
+    with pytest.raises(ValueError, match=r"quaternions must be an array of shape \(4, 4\)"):
+        solver.solve_batch(P[:4], Q[:3])
+    with pytest.raises(ValueError, match=r"current must be joint values of shape \(4, "):
+        solver.solve_batch(P[:4], Q[:4], current=np.zeros(n))
+    table = solver.with_obstacles(planes=[((0, 0, 1), 0.1)])
+    assert len(table.without_network().collisions.obstacles) == 1  # the table stays
+    with pytest.raises(TypeError, match="settings must be an IKSettings"):
+        Solver.load(niryo_model, {"pos_tol": 1e-4})
+    for bad in (dict(rng_seed=-1), dict(pos_tol=True), dict(collision_check="no")):
+        with pytest.raises(ValueError, match=f"IKSettings.{next(iter(bad))} must"):
+            IKSettings(**bad)

@@ -29,6 +29,17 @@ ORDERS = ("nearest", "mid_range", "manipulability")  # how several answers can b
 FREE_AXES = ("", "x", "y", "z")  # a tool axis the rotation about which is left free
 
 
+def _number(value) -> bool:
+    """A real number (numpy's included), not a bool."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
+
+
+def _whole(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 @dataclass(frozen=True)
 class IKSettings:
     pos_tol: float = 1e-3  # m
@@ -65,13 +76,13 @@ class IKSettings:
             "solution_threshold",
         ):
             value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            if not (_number(value) and math.isfinite(value) and value > 0):
                 raise ValueError(
                     f"IKSettings.{name} must be a positive finite number, got {value!r}"
                 )
         for name in ("margin", "collision_margin"):
             value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            if not (_number(value) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"IKSettings.{name} must be a finite number >= 0, got {value!r}")
         if self.free_axis not in FREE_AXES:
             raise ValueError(
@@ -89,10 +100,16 @@ class IKSettings:
             "solution_attempts",
         ):
             value = getattr(self, name)
-            if not (isinstance(value, (int, np.integer)) and 0 <= value <= 100_000):
+            if not (_whole(value) and 0 <= value <= 100_000):
                 raise ValueError(
                     f"IKSettings.{name} must be an integer in [0, 100000], got {value!r}"
                 )
+        if not (_whole(self.rng_seed) and 0 <= self.rng_seed < 2**63):
+            raise ValueError(f"IKSettings.rng_seed must be an integer >= 0, got {self.rng_seed!r}")
+        if not isinstance(self.collision_check, (bool, np.bool_)):
+            raise ValueError(
+                f"IKSettings.collision_check must be True or False, got {self.collision_check!r}"
+            )
 
     def replace(self, **changes) -> "IKSettings":
         return dataclasses.replace(self, **changes)

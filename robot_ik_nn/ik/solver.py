@@ -74,7 +74,10 @@ class Solver:
         self._netw = net.flat
         self.heads = net.heads
         self._scratch = np.zeros(layout.scratch_size(n, net.heads, net.width))
-        self._scratch[-1:].view(np.uint64)[0] = self.settings.rng_seed
+        # the restarts' random state, set again before every target: the same target gets the
+        # same answer every time (and the one a batch gives its first target)
+        self._rng = self._scratch[-1:].view(np.uint64)
+        self._rng_start = np.uint64((self.settings.rng_seed * 0x9E3779B97F4A7C15) % 2**64)
         self._quat0 = np.zeros(4)
         self._outside = self.backend in ("numpy", "onnx", "torch")  # the network runs outside
         self._solve_one = None
@@ -91,9 +94,18 @@ class Solver:
     def load(
         cls, path, settings: IKSettings | None = None, *, backend: str = "compiled", arm=None
     ) -> "Solver":
-        """A model folder (or an exported ``.tar.gz``), read without torch."""
+        """A model folder (or an exported ``.tar.gz``), read without torch. ``arm`` (an
+        ArmModel, or a name or URDF path): refuses a model trained for another arm."""
         from .. import model_dir
 
+        if settings is not None and not isinstance(settings, IKSettings):
+            raise TypeError(
+                f"settings must be an IKSettings (IKSettings(pos_tol=...)), got {settings!r}"
+            )
+        if isinstance(arm, (str, Path)):
+            from ..arm.model import ArmModel
+
+            arm = ArmModel.load(arm)
         folder = model_dir.read(path, arm=arm)
         network = seeds.pack_network(folder.tensors, folder.meta["network"])
         onnx = folder.path / model_dir.ONNX if backend == "onnx" else None
@@ -144,7 +156,13 @@ class Solver:
         return other
 
     def without_network(self) -> "Solver":
-        return Solver(self.arm, None, self.settings)
+        """The same arm, settings and obstacles, seeded without the network (mid-range and
+        restarts)."""
+        other = Solver(self.arm, None, self.settings)
+        if self.checking:  # the collision model as it is here, obstacles included
+            other.collisions, other._collision_margin = self.collisions, self._collision_margin
+            other._build()
+        return other
 
     # -- one target -------------------------------------------------------------------------------
     def solve(
@@ -195,6 +213,10 @@ class Solver:
             from .many import listed
 
             return listed(self, pt, quat, has_quat, current, solutions, order, started, patience)
+        if current is not None:
+            current = _joints(current, (self.arm.dof,), "current")
+        if last is not None:
+            last = _joints(last, (self.arm.dof,), "last")
         first = last if last is not None else current  # the freshest warm start
         if first is None:
             warm = self._warm[0]
@@ -212,6 +234,7 @@ class Solver:
             self, pt, quat if has_quat else None, current
         )
         q = np.empty(self._n)
+        self._rng[0] = self._rng_start
         model, netw, seed, scratch = self._model, self._netw, self._seed, self._scratch
         args = (model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_seed, scratch, q)
         if self._solve_one is None:  # the first call resolves the types; later ones skip that
@@ -254,25 +277,17 @@ class Solver:
                 positions, quaternions, current=current, warm=warm
             )
         started = time.perf_counter()
-        P = np.ascontiguousarray(np.asarray(positions, dtype=float).reshape(-1, 3))
-        B, n = len(P), self.arm.dof
+        n = self.arm.dof
+        P = _rows(positions, (3,), "positions")  # (B, 3); one target (3,) is a batch of one
+        B = len(P)
         has_quat = quaternions is not None
-        Q = (
-            np.ascontiguousarray(np.asarray(quaternions, dtype=float).reshape(B, 4))
-            if has_quat
-            else np.zeros((B, 4))
-        )
+        Q = _rows(quaternions, (4,), "quaternions", B) if has_quat else np.zeros((B, 4))
         has_cur = current is not None
-        cur = (
-            np.ascontiguousarray(np.asarray(current, dtype=float).reshape(B, n))
-            if has_cur
-            else np.zeros((B, n))
-        )
-        W = (
-            np.ascontiguousarray(np.asarray(warm, dtype=float).reshape(B, -1, n))
-            if warm is not None
-            else np.zeros((B, 0, n))
-        )
+        cur = _joints(current, (B, n), "current") if has_cur else np.zeros((B, n))
+        W = np.zeros((B, 0, n))
+        if warm is not None:
+            W = np.asarray(warm, dtype=float)
+            W = _joints(W, (B, W.shape[1] if W.ndim == 3 else -1, n), "warm")
         seeds_, has_seed = np.zeros((B, self.heads, n)), False
         if self._outside and B > 0:  # the layers outside the kernel
             seeds_, has_seed = outside.batch_seeds(
@@ -357,6 +372,34 @@ def _vector(value, size: int):
         except (TypeError, ValueError):
             return None
     return value if value.shape == (size,) else None
+
+
+def _rows(value, shape: tuple, name: str, count: int | None = None) -> np.ndarray:
+    """``value`` as a C-contiguous float64 (B, *shape) array (one row given alone: B = 1), or a
+    ValueError that names it: a transposed or flattened array is not quietly reshaped."""
+    a = np.asarray(value, dtype=float)
+    if a.shape == shape:
+        a = a[None]
+    if a.ndim != 1 + len(shape) or a.shape[1:] != shape or (count is not None and len(a) != count):
+        want = f"({count if count is not None else 'B'}, {', '.join(map(str, shape))})"
+        raise ValueError(f"{name} must be an array of shape {want}; got shape {a.shape}")
+    return np.ascontiguousarray(a)
+
+
+def _joints(value, shape: tuple, name: str) -> np.ndarray:
+    """Joint values of ``shape`` (-1: any length), finite and within 1e6 (rad or m), or a
+    ValueError that names them: a NaN or huge warm start would otherwise turn continuous joints
+    into garbage answers called solved. Cheap for one target: it runs on every tracking call."""
+    a = np.asarray(value, dtype=float)
+    fits = a.shape == shape if -1 not in shape else (
+        a.ndim == len(shape) and all(w in (-1, g) for w, g in zip(shape, a.shape))
+    )
+    if not fits:
+        want = ", ".join("S" if w == -1 else str(w) for w in shape)
+        raise ValueError(f"{name} must be joint values of shape ({want}); got shape {a.shape}")
+    if not (a @ a <= 1e12 if a.ndim == 1 else np.abs(a).max(initial=0.0) <= 1e6):
+        raise ValueError(f"{name} holds joint values that are not finite or beyond 1e6")
+    return np.ascontiguousarray(a)
 
 
 def _compiled_entry(dispatcher, args):

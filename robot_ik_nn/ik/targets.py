@@ -152,6 +152,9 @@ class BatchResult:
         return len(self.codes)
 
     def __getitem__(self, i: int) -> Answer:
+        """Target ``i``'s answer (its time is the batch's, so ``seconds`` is NaN)."""
+        if not isinstance(i, (int, np.integer)):
+            raise TypeError(f"a batch is indexed one target at a time, not by {i!r}")
         rejected = self.codes[i] == 2
         return Answer(
             None if rejected else self.q[i].copy(),
@@ -159,6 +162,7 @@ class BatchResult:
             float(self.pos_err[i]),
             float(self.rot_err[i]),
             self.reason[i],
+            iterations=0 if self.iterations is None else int(self.iterations[i]),
         )
 
     def summary(self) -> dict:
