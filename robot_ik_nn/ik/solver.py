@@ -77,6 +77,7 @@ class Solver:
         # the restarts' random state, set again before every target: the same target gets the
         # same answer every time (and the one a batch gives its first target)
         self._rng = self._scratch[-1:].view(np.uint64)
+        self._dof = (n,)
         self._rng_start = np.uint64((self.settings.rng_seed * 0x9E3779B97F4A7C15) % 2**64)
         self._quat0 = np.zeros(4)
         self._outside = self.backend in ("numpy", "onnx", "torch")  # the network runs outside
@@ -214,9 +215,10 @@ class Solver:
 
             return listed(self, pt, quat, has_quat, current, solutions, order, started, patience)
         if current is not None:
-            current = _joints(current, (self.arm.dof,), "current")
-        if last is not None:
-            last = _joints(last, (self.arm.dof,), "last")
+            same, current = last is current, _joints(current, self._dof, "current")
+            last = current if same else last
+        if last is not None and last is not current:
+            last = _joints(last, self._dof, "last")
         first = last if last is not None else current  # the freshest warm start
         if first is None:
             warm = self._warm[0]
@@ -390,6 +392,9 @@ def _joints(value, shape: tuple, name: str) -> np.ndarray:
     """Joint values of ``shape`` (-1: any length), finite and within 1e6 (rad or m), or a
     ValueError that names them: a NaN or huge warm start would otherwise turn continuous joints
     into garbage answers called solved. Cheap for one target: it runs on every tracking call."""
+    if type(value) is np.ndarray and value.shape == shape and value.dtype is _F64:
+        if value @ value <= 1e12 and value.flags.c_contiguous:  # the tracking loop's case
+            return value
     a = np.asarray(value, dtype=float)
     fits = a.shape == shape if -1 not in shape else (
         a.ndim == len(shape) and all(w in (-1, g) for w, g in zip(shape, a.shape))
