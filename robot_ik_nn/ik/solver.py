@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from . import layout, outside, policy, seeds
+from .inputs import joints, rows, vector
 from .settings import IKSettings
 from .targets import SOLVED, STATUS, Answer, BatchResult, words
 
@@ -201,8 +202,8 @@ class Solver:
             )
         started = time.perf_counter()
         pt, quat = (
-            _vector(position, 3),
-            self._quat0 if quaternion is None else _vector(quaternion, 4),
+            vector(position, 3),
+            self._quat0 if quaternion is None else vector(quaternion, 4),
         )
         if pt is None or quat is None:
             raise ValueError(
@@ -215,10 +216,10 @@ class Solver:
 
             return listed(self, pt, quat, has_quat, current, solutions, order, started, patience)
         if current is not None:
-            same, current = last is current, _joints(current, self._dof, "current")
+            same, current = last is current, joints(current, self._dof, "current")
             last = current if same else last
         if last is not None and last is not current:
-            last = _joints(last, self._dof, "last")
+            last = joints(last, self._dof, "last")
         first = last if last is not None else current  # the freshest warm start
         if first is None:
             warm = self._warm[0]
@@ -280,16 +281,16 @@ class Solver:
             )
         started = time.perf_counter()
         n = self.arm.dof
-        P = _rows(positions, (3,), "positions")  # (B, 3); one target (3,) is a batch of one
+        P = rows(positions, (3,), "positions")  # (B, 3); one target (3,) is a batch of one
         B = len(P)
         has_quat = quaternions is not None
-        Q = _rows(quaternions, (4,), "quaternions", B) if has_quat else np.zeros((B, 4))
+        Q = rows(quaternions, (4,), "quaternions", B) if has_quat else np.zeros((B, 4))
         has_cur = current is not None
-        cur = _joints(current, (B, n), "current") if has_cur else np.zeros((B, n))
+        cur = joints(current, (B, n), "current") if has_cur else np.zeros((B, n))
         W = np.zeros((B, 0, n))
         if warm is not None:
             W = np.asarray(warm, dtype=float)
-            W = _joints(W, (B, W.shape[1] if W.ndim == 3 else -1, n), "warm")
+            W = joints(W, (B, W.shape[1] if W.ndim == 3 else -1, n), "warm")
         seeds_, has_seed = np.zeros((B, self.heads, n)), False
         if self._outside and B > 0:  # the layers outside the kernel
             seeds_, has_seed = outside.batch_seeds(
@@ -361,50 +362,6 @@ class Solver:
 
     def __repr__(self) -> str:
         return f"Solver({self.arm.name!r}, network={self.backend}, {self.settings})"
-
-
-_F64 = np.dtype(np.float64)
-
-
-def _vector(value, size: int):
-    """``value`` as a contiguous float64 vector of ``size`` numbers, or None."""
-    if type(value) is not np.ndarray or value.dtype is not _F64 or not value.flags.c_contiguous:
-        try:
-            value = np.ascontiguousarray(value, dtype=float)
-        except (TypeError, ValueError):
-            return None
-    return value if value.shape == (size,) else None
-
-
-def _rows(value, shape: tuple, name: str, count: int | None = None) -> np.ndarray:
-    """``value`` as a C-contiguous float64 (B, *shape) array (one row given alone: B = 1), or a
-    ValueError that names it: a transposed or flattened array is not quietly reshaped."""
-    a = np.asarray(value, dtype=float)
-    if a.shape == shape:
-        a = a[None]
-    if a.ndim != 1 + len(shape) or a.shape[1:] != shape or (count is not None and len(a) != count):
-        want = f"({count if count is not None else 'B'}, {', '.join(map(str, shape))})"
-        raise ValueError(f"{name} must be an array of shape {want}; got shape {a.shape}")
-    return np.ascontiguousarray(a)
-
-
-def _joints(value, shape: tuple, name: str) -> np.ndarray:
-    """Joint values of ``shape`` (-1: any length), finite and within 1e6 (rad or m), or a
-    ValueError that names them: a NaN or huge warm start would otherwise turn continuous joints
-    into garbage answers called solved. Cheap for one target: it runs on every tracking call."""
-    if type(value) is np.ndarray and value.shape == shape and value.dtype is _F64:
-        if value @ value <= 1e12 and value.flags.c_contiguous:  # the tracking loop's case
-            return value
-    a = np.asarray(value, dtype=float)
-    fits = a.shape == shape if -1 not in shape else (
-        a.ndim == len(shape) and all(w in (-1, g) for w, g in zip(shape, a.shape))
-    )
-    if not fits:
-        want = ", ".join("S" if w == -1 else str(w) for w in shape)
-        raise ValueError(f"{name} must be joint values of shape ({want}); got shape {a.shape}")
-    if not (a @ a <= 1e12 if a.ndim == 1 else np.abs(a).max(initial=0.0) <= 1e6):
-        raise ValueError(f"{name} holds joint values that are not finite or beyond 1e6")
-    return np.ascontiguousarray(a)
 
 
 def _compiled_entry(dispatcher, args):
