@@ -58,17 +58,23 @@ class _Policy(nn.Module):
         return self.net.candidates(pos, rot, current)
 
 
+PARALLEL = ("gradient", "distill", "evolution")  # the learners that run in several processes
+
+
+def check_parallel(name: str) -> None:
+    """Refuse a learner that runs in one process only."""
+    if name not in PARALLEL:
+        raise ValueError(f"the {name} learner runs in one process; use gradient or evolution")
+
+
 def attach(learner, rank: int, world: int, seed: int, step: int = 0) -> None:
     """Make a learner one of ``world`` cooperating processes (after a resume, too)."""
     if world <= 1:
         return
+    check_parallel(learner.name)
     if learner.name == "evolution":
         learner.rank, learner.world = rank, world  # same population, a share each
         return
-    if learner.name not in ("gradient", "distill"):
-        raise ValueError(
-            f"the {learner.name} learner runs in one process; use gradient or evolution"
-        )
     learner.generator.manual_seed(seed * 1_000_003 + 7_919 * rank + step)  # own targets
     ddp = nn.parallel.DistributedDataParallel(_Policy(learner.net))  # rank 0's weights
     learner.policy = ddp

@@ -1,0 +1,183 @@
+"""The command line's training words: ``train`` (one process, or several under torchrun) and
+``merge``; cli.py holds the rest. Training stops between steps on SIGTERM and a first Ctrl-C, so a
+stopped run resumes bit for bit."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+from .cli import _threads, cmd_eval
+
+
+def cmd_train(args) -> int:
+    from .learn.distributed import cpu_threads, world_from_env
+
+    if args.nproc and args.nproc > 1 and world_from_env()[1] == 1:
+        _check_before_workers(args)  # one plain message here, not one per worker under torchrun
+        return _torchrun(args)
+    world = world_from_env()[1]
+    _threads(args.threads or (cpu_threads() if world > 1 else None), torch=True)
+    from .learn.training import TrainConfig, Trainer
+
+    config = TrainConfig(
+        robot=args.robot,
+        base=args.base,
+        tip=args.tip,
+        mode=args.mode,
+        learner=args.learner,
+        minutes=_minutes(args, 5.0),
+        steps=args.steps,
+        device=args.device,
+        out=args.out or f"models/{_stem(args.robot)}",
+        seed=args.seed,
+        hidden=args.hidden,
+        heads=args.heads,
+        tracking=args.tracking,
+        checkpoint_every=args.checkpoint_every,
+        learn=_learn(args),
+        init=args.init,
+        region=args.region,
+    )
+    if args.view:  # refused before any training, not after
+        from .view.training import view_missing
+
+        missing = view_missing()
+        if missing:
+            print(f"robot-ik-nn train: {missing}", file=sys.stderr)
+            return 1
+    stop = _stop_between_steps()
+    trainer = Trainer(
+        config, resume=args.resume, force=args.force, progress=not args.quiet, stop=stop
+    )
+    if args.view and not trainer.rank:  # one page, rank 0's
+        from .view.training import watch
+
+        path = watch(trainer, host=args.view_host, port=args.view_port, stop=stop)
+    else:
+        path = trainer.run()
+    if trainer.rank:
+        return 0
+    print(
+        f"model saved to {path}"
+        + (" (stopped early; resume with --resume)" if trainer.interrupted else "")
+    )
+    if trainer.interrupted:
+        return 130
+    if args.eval:
+        return cmd_eval(
+            argparse.Namespace(
+                model=str(path),
+                targets=args.eval,
+                seed=12345,
+                json=False,
+                device=args.device,
+                batch=None,
+                threads=args.threads,
+            )
+        )
+    return 0
+
+
+def cmd_merge(args) -> int:
+    _threads(args.threads, torch=True)
+    from .learn.merge import merge
+
+    stop = _stop_between_steps()
+    trainer = merge(
+        args.models,
+        args.out,
+        minutes=_minutes(args, 3.0),
+        steps=args.steps,
+        seed=args.seed,
+        fresh=args.fresh,
+        learn=_learn(args),
+        force=args.force,
+        progress=not args.quiet,
+        stop=stop,
+    )
+    print(
+        f"merged {len(args.models)} networks into {args.out}"
+        + (" (stopped early: the merge so far is saved)" if trainer.interrupted else "")
+    )
+    return 130 if trainer.interrupted else 0
+
+
+def _check_before_workers(args) -> None:
+    """What ``train --nproc N`` would refuse in each worker, refused once, before any starts."""
+    from .arm.model import ArmModel
+    from .learn.distributed import check_parallel
+
+    _learn(args)
+    check_parallel(args.learner)
+    _minutes(args, 5.0)
+    ArmModel.load(args.robot, base=args.base, tip=args.tip)
+
+
+def _learn(args):
+    """The learner's settings from ``--learn KEY=VALUE`` and the options that set one of them."""
+    from .learn.learners import LearnConfig
+
+    learn = LearnConfig().update(args.learn)
+    if getattr(args, "batch_size", None) is not None:
+        learn.set("batch_size", str(args.batch_size))
+    if getattr(args, "novelty", None) is not None:
+        learn.set("novelty", str(args.novelty))
+    return learn
+
+
+def _minutes(args, default: float):
+    """The time budget: ``--minutes`` as given (0 is refused, not the default), none with
+    ``--steps`` alone, else ``default``."""
+    if args.minutes is not None:
+        if not args.minutes > 0:
+            raise ValueError(f"--minutes must be more than 0, got {args.minutes:g}")
+        return args.minutes
+    return None if args.steps else default
+
+
+def _stop_between_steps() -> threading.Event:
+    """SIGTERM and a first Ctrl-C end a run after the step in flight: saved, and resumable bit
+    for bit with --resume (an interrupt inside a step would save a random state that step had
+    already moved on). A second Ctrl-C interrupts at once."""
+    stop = threading.Event()
+
+    def first_ctrl_c(*_):
+        stop.set()
+        print("\nstopping after this step (Ctrl-C again to interrupt at once)", file=sys.stderr)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, first_ctrl_c)
+    return stop
+
+
+def _torchrun(args) -> int:
+    """``train --nproc N``: the same command in N processes under torchrun, on this machine."""
+    import subprocess
+
+    argv, rest, command = [], iter(args.argv), "train"
+    for word in rest:  # the same words less the command and "--nproc N" (or "--nproc=N")
+        if word == "--nproc":
+            next(rest)
+        elif word == command:
+            command = None  # only the first "train" is the command
+        elif not word.startswith("--nproc="):
+            argv.append(word)
+    run = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    run += ["--nproc-per-node", str(args.nproc), "-m", "robot_ik_nn.train", *argv]
+    proc = subprocess.Popen(run)
+    while True:
+        try:
+            return proc.wait()
+        except KeyboardInterrupt:  # the workers heard it too: they save, then torchrun ends
+            continue
+
+
+def _stem(robot: str) -> str:
+    from pathlib import Path
+
+    return Path(robot).stem if robot.endswith(".urdf") else robot
