@@ -216,8 +216,9 @@ class Solver:
 
             return listed(self, pt, quat, has_quat, current, solutions, order, started, patience)
         if current is not None:
-            same, current = last is current, joints(current, self._dof, "current")
-            last = current if same else last
+            checked = joints(current, self._dof, "current")
+            last = checked if last is current else last  # one array given for both: one check
+            current = checked
         if last is not None and last is not current:
             last = joints(last, self._dof, "last")
         first = last if last is not None else current  # the freshest warm start
@@ -287,10 +288,7 @@ class Solver:
         Q = rows(quaternions, (4,), "quaternions", B) if has_quat else np.zeros((B, 4))
         has_cur = current is not None
         cur = joints(current, (B, n), "current") if has_cur else np.zeros((B, n))
-        W = np.zeros((B, 0, n))
-        if warm is not None:
-            W = np.asarray(warm, dtype=float)
-            W = joints(W, (B, W.shape[1] if W.ndim == 3 else -1, n), "warm")
+        W = joints(warm, (B, -1, n), "warm") if warm is not None else np.zeros((B, 0, n))
         seeds_, has_seed = np.zeros((B, self.heads, n)), False
         if self._outside and B > 0:  # the layers outside the kernel
             seeds_, has_seed = outside.batch_seeds(
@@ -336,10 +334,10 @@ class Solver:
             raise ValueError("this solver has no network")
         return outside.candidates(self, P, R, current)
 
-    def warm_up(self, several: bool = True) -> float:
+    def warm_up(self) -> float:
         """Compile (or load from numba's cache) the entries a served target can take, before the
-        first one arrives: one answer, a tracked one and, with ``several`` (and refinement),
-        several answers, on a pose the arm itself takes. Returns the seconds spent."""
+        first one arrives: one answer, a tracked one and, with refinement, several answers, on a
+        pose the arm itself takes. Returns the seconds spent."""
         from ..arm.rotations import matrix_to_quaternion
 
         started = time.perf_counter()
@@ -348,7 +346,7 @@ class Solver:
         quat = matrix_to_quaternion(R[0]) if self.mode == "pose" else None
         self.solve(p[0], quat)
         self.solve(p[0], quat, current=mid, last=mid)
-        if several and self.settings.refines:
+        if self.settings.refines:
             self.solve(p[0], quat, current=mid, solutions=2)
         return time.perf_counter() - started
 

@@ -7,7 +7,7 @@ gate (safety.py) and publishes:
 
 - ``joint_command`` (sensor_msgs/JointState, radians): the solution, or with ``stream`` the
   rate-limited setpoints toward it, stamped with the target's stamp (an arm node refuses goals
-  from before its ``~/resume``);
+  decided before its last ``~/resume`` or loss of the arm);
 - ``<controller>/joint_trajectory`` (trajectory_msgs/JointTrajectory): one point, reached no
   faster than the joint velocity limits allow from the current joints;
 - ``~/joint_quaternions`` (std_msgs/Float64MultiArray, n_joints x 4, x y z w);
@@ -183,7 +183,7 @@ class InferenceNode(Node):
         self.goal_stamp = None  # the target's stamp: every command toward its goal carries it
         self.stream_dt = 1.0 / p["stream_rate"]
         self.counts = dict.fromkeys(STATUS, 0)
-        warm_up = self.solver.warm_up(several=not self._no_refinement)
+        warm_up = self.solver.warm_up()
 
         self.command_pub = self.create_publisher(JointState, "joint_command", RELIABLE)
         self.trajectory_pub = self.create_publisher(
