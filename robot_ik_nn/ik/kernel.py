@@ -18,6 +18,8 @@ from .layout import (
     FREE,
     HI,
     LO,
+    RNG_HI,
+    RNG_LO,
     ROT_W,
     STOP,
     TWO_PI,
@@ -196,12 +198,29 @@ def descend(chain, cfg, q, pt, Rt, has_rot, iterations, ws, cost, pe, re, lam=LA
 
 # -- random numbers (splitmix64: reproducible, one state per target) ------------------------------
 @njit(cache=True)
-def _uniform(state):
-    state[0] += np.uint64(0x9E3779B97F4A7C15)
-    z = state[0]
+def _mix(z):
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z = z ^ (z >> np.uint64(31))
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def start_stream(cfg, pt, quat, has_quat, state):
+    """The random state for one target, from the settings' ``rng_seed`` and the target's own
+    numbers: the same target draws the same numbers alone or anywhere in a batch, and different
+    targets draw different ones. For targets the verdict accepted (within a few reaches of the
+    arm, so that their numbers scaled by 2**40 fit an int64)."""
+    z = np.uint64(cfg[RNG_HI]) * np.uint64(2**32) + np.uint64(cfg[RNG_LO])
+    for k in range(7 if has_quat else 3):
+        v = pt[k] if k < 3 else quat[k - 3]
+        z = _mix(z + np.uint64(0x9E3779B97F4A7C15) + np.uint64(np.int64(v * 1099511627776.0)))
+    state[0] = z
+
+
+@njit(cache=True)
+def _uniform(state):
+    state[0] += np.uint64(0x9E3779B97F4A7C15)
+    z = _mix(state[0])
     return float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 

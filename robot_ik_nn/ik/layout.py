@@ -45,8 +45,10 @@ REVOLUTE, CONTINUOUS, PRISMATIC = 0.0, 1.0, 2.0
     FAR_ITERS,
     FAR_POLISH,
     FAR_PATIENCE,
+    RNG_LO,
+    RNG_HI,
     CFG,
-) = range(22)
+) = range(24)
 TWO_PI = 2.0 * math.pi
 
 
@@ -100,6 +102,7 @@ def pack_cfg(settings, arm, needs_orientation: bool, use_network: bool) -> np.nd
     cfg[FREE] = "xyz".find(s.free_axis) + 1 if s.free_axis else 0  # 0 none, 1 x, 2 y, 3 z
     cfg[FAR_RESTARTS], cfg[FAR_ITERS] = s.far_restarts, s.far_iterations
     cfg[FAR_POLISH], cfg[FAR_PATIENCE] = s.far_polish, s.far_patience
+    cfg[RNG_LO], cfg[RNG_HI] = s.rng_seed % 2**32, s.rng_seed // 2**32  # exact in float64
     return cfg
 
 

@@ -25,7 +25,7 @@ from numba import njit
 from . import candidates, outside, targets
 from .collision import free
 from .forward import fk, quat_to_matrix
-from .kernel import LAM_FAR, LAM_NEAR, clamp, refine, restart_seed, weighted
+from .kernel import LAM_FAR, LAM_NEAR, clamp, refine, restart_seed, start_stream, weighted
 from .layout import (
     CONTINUOUS,
     ITERS,
@@ -74,7 +74,6 @@ def solve_many(
     sols,
     errs,
     scratch,
-    rng_seed,
 ):
     """Up to ``len(sols)`` distinct answers into ``sols`` (their errors into ``errs``); returns
     (status, why, count): count answers within tolerance (and free, with a collision model), or
@@ -85,11 +84,11 @@ def solve_many(
     chain, cfg, meta, sizes = parts(model)
     n, k = sols.shape[1], sols.shape[0]
     ws = views(scratch, n, int(model[7]), max(int(model[2]), 1))
-    ws[15][0] = np.uint64(rng_seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(1)
     code = verdict(cfg, pt, quat, has_quat)
     if 0 < code < targets.REJECTS:
         sols[:, :] = np.nan
         return 2, code, 0
+    start_stream(cfg, pt, quat, has_quat, ws[15])
     best, Rt, netq = ws[1], ws[12], ws[16]
     q = np.empty(n)  # not ws[0]: refine works in that one
     if has_quat:
@@ -222,7 +221,6 @@ def listed(solver, pt, quat, has_quat, current, k, how, started, patience=None) 
         sols,
         errs,
         np.zeros(len(solver._scratch)),
-        solver.settings.rng_seed,
     )
     seconds = time.perf_counter() - started
     if status != 0:

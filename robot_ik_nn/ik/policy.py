@@ -38,6 +38,7 @@ from .kernel import (
     refine,
     residual,
     restart_seed,
+    start_stream,
     weighted,
 )
 from .layout import (
@@ -108,6 +109,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
         q[:] = np.nan
         return 2, code, np.nan, np.nan, 0
     missed = targets.NOT_FOUND if code == targets.OK else code  # the why of a best effort
+    start_stream(cfg, pt, quat, has_quat, ws[15])
     best, Rt, netq, scores = ws[1], ws[12], ws[16], ws[17]
     if has_quat:
         quat_to_matrix(quat, Rt)
@@ -253,9 +255,8 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
 
 @njit(cache=True)
 def solve_one(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_seed, scratch, q):
-    """One target into ``q`` (dof) for a caller that keeps its scratch buffers (the random state
-    in them moves on from call to call); returns solve_target's (status, why, position error,
-    rotation error, LM iterations)."""
+    """One target into ``q`` (dof) for a caller that keeps its scratch buffers; returns
+    solve_target's (status, why, position error, rotation error, LM iterations)."""
     n = int(model[0])
     ws = views(scratch, n, int(model[7]), max(int(model[2]), 1))
     return solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_seed, q, ws)
@@ -273,21 +274,20 @@ def solve_batch(
     has_cur,
     seeds,
     has_seed,
-    rng_seed,
     chunks,
     scratch_len,
     q,
     info,
 ):
-    """Every target of a batch, in parallel over ``chunks`` slices; target ``i``'s random numbers
-    come from ``(rng_seed, i)`` alone, so the answers do not depend on the number of threads."""
+    """Every target of a batch, in parallel over ``chunks`` slices; each target's random numbers
+    come from the settings' seed and the target alone (kernel.start_stream), so its answer does
+    not depend on the number of threads, nor on the other targets in the batch."""
     B, n = P.shape[0], q.shape[1]
     width = max(int(model[2]), 1)
     for c in prange(chunks):
         scratch = np.empty(scratch_len)
         ws = views(scratch, n, int(model[7]), width)
         for i in range(c * B // chunks, (c + 1) * B // chunks):
-            ws[15][0] = np.uint64(rng_seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(i)
             status, why, pe, re, its = solve_target(
                 model,
                 netw,

@@ -75,11 +75,7 @@ class Solver:
         self._netw = net.flat
         self.heads = net.heads
         self._scratch = np.zeros(layout.scratch_size(n, net.heads, net.width))
-        # the restarts' random state, set again before every target: the same target gets the
-        # same answer every time (and the one a batch gives its first target)
-        self._rng = self._scratch[-1:].view(np.uint64)
         self._dof = (n,)
-        self._rng_start = np.uint64((self.settings.rng_seed * 0x9E3779B97F4A7C15) % 2**64)
         self._quat0 = np.zeros(4)
         self._outside = self.backend in ("numpy", "onnx", "torch")  # the network runs outside
         self._solve_one = None
@@ -238,7 +234,6 @@ class Solver:
             self, pt, quat if has_quat else None, current
         )
         q = np.empty(self._n)
-        self._rng[0] = self._rng_start
         model, netw, seed, scratch = self._model, self._netw, self._seed, self._scratch
         args = (model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_seed, scratch, q)
         if self._solve_one is None:  # the first call resolves the types; later ones skip that
@@ -306,7 +301,6 @@ class Solver:
             has_cur,
             seeds_,
             has_seed,
-            self.settings.rng_seed,
             _chunks(B),
             layout.scratch_size(n, self.heads, self.network.width if self.network else 1),
             q,
