@@ -137,6 +137,14 @@ def save(
 
 def read_meta(path: str | Path) -> dict:
     path = Path(path)
+    if path.is_file():
+        hint = (
+            f": a URDF; train a model for it (robot-ik-nn train --robot {path}), or solve "
+            "without one (robot_ik_nn.for_arm)"
+            if path.suffix.lower() in (".urdf", ".xacro")
+            else ""
+        )
+        raise ModelDirError(f"{path} is a file, not a model folder{hint}")
     if not path.is_dir():
         raise ModelDirError(f"model folder not found: {path}")
     try:

@@ -93,6 +93,10 @@ def test_refuses_corrupt_or_missing_metadata(saved, tmp_path):
         model_dir.load(path)
     with pytest.raises(ModelDirError, match="model folder not found"):
         model_dir.load(tmp_path / "nothing")
+    (tmp_path / "arm.urdf").write_text("<robot/>")  # a URDF given where a model belongs
+    with pytest.raises(ModelDirError, match=r"arm.urdf is a file, not a model folder: a URDF; "
+                       r"train a model for it \(robot-ik-nn train --robot .*arm.urdf\)"):
+        model_dir.load(tmp_path / "arm.urdf")
 
 
 def test_atomic_write_leaves_no_temporary_files(tmp_path):

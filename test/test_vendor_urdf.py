@@ -10,6 +10,7 @@ import pytest
 from robot_ik_nn.arm.model import ArmModel, RobotModelError
 from robot_ik_nn.arm.resources import pybullet_data_path
 from robot_ik_nn.bench.vendor_arms import ARMS  # every arm URDF in pybullet_data
+from robot_ik_nn.ik.settings import IKSettings
 from robot_ik_nn.ik.solver import Solver
 
 CHAIN = """<link name="base"/><link name="l1"/><link name="l2"/>
@@ -70,7 +71,9 @@ def test_extension_elements_and_unreadable_optional_parts(tmp_path):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"origin": "0 ${x} 0"}, r"joint 'j1' has <origin xyz=\"0 \$\{x\} 0\">, which is not"),
+        ({"origin": "0 ${x} 0"}, r"joint 'j1' has <origin xyz=\"0 \$\{x\} 0\">: not numbers"),
+        ({"origin": "0 nan 0.1"}, r"joint 'j1' has <origin xyz=\"0 nan 0.1\">: not finite"),
+        ({"origin": "0 0"}, r"<origin xyz=\"0 0\">: 2 numbers where 3 belong"),
         ({"child": "nowhere"}, "invalid child link name nowhere"),
         ({"parent": "l1", "child": "base"}, "the joints form a cycle: "),
         ({"after": "<joint"}, "malformed URDF"),
@@ -83,6 +86,73 @@ def test_a_real_error_in_the_chain_is_still_refused(tmp_path, kwargs, message):
         ArmModel.load(path)
 
 
+@pytest.mark.parametrize(
+    "old, new, message",
+    [  # urchin, which parses the file, would turn this axis into x without a word
+        ('<axis xyz="0 1 0"/>', '<axis xyz="0 5e-5 0"/>', r"too short to give a direction"),
+        ('<axis xyz="0 1 0"/>', '<axis xyz="0 0 0"/>', r"too short to give a direction"),
+        ('upper="1" effort="1" velocity="1"/>\n  </joint>', 'upper="inf" effort="1" velocity="1"/>'
+         "</joint>", r"joint 'j2' has <limit upper=\"inf\">: not finite"),
+        ('effort="1" velocity="1"/>\n  </joint>', 'effort="1"/></joint>',
+         r"joint 'j2' has a <limit> without velocity"),
+        ('effort="1" velocity="1"/>\n  </joint>', 'effort="1" velocity="-1"/></joint>',
+         r"joint 'j2' has a negative velocity limit"),
+        ('name="j2" type="revolute"', 'name="j2" type="prismatic"', None),  # a unit axis: fine
+        ('name="j2" type="revolute"', 'name="j2" type="prismatic"', r"prismatic joint 'j2' has "
+         r"<axis xyz=\"0 2 0\"> of length 2; write it as a unit vector"),
+    ],
+)
+def test_the_chain_s_numbers_are_checked_naming_the_joint(tmp_path, old, new, message):
+    text = urdf()
+    assert old in text
+    path = tmp_path / "bad.urdf"
+    if "prismatic" in new and message:
+        text = text.replace('<axis xyz="0 1 0"/>', '<axis xyz="0 2 0"/>')
+    path.write_text(text.replace(old, new))
+    if message is None:
+        assert ArmModel.load(path).joints[1].type == "prismatic"
+        return
+    with pytest.raises(RobotModelError, match=message):
+        ArmModel.load(path)
+
+
+def test_xacro_leftovers(tmp_path):
+    ns = 'xmlns:xacro="http://www.ros.org/wiki/xacro"'
+    declared = urdf(after='<xacro:property name="pi" value="3.14"/>').replace(
+        '<robot name="vendor">', f'<robot name="vendor" {ns}>'
+    )
+    arm, said = load(declared, tmp_path)  # a declaration alone holds no link: left out, said so
+    assert arm.dof == 2 and "<xacro:property name='pi'>" in said[0]
+    wrapped = declared.replace(
+        "</robot>",
+        '<xacro:if value="true"><link name="tool"/><joint name="t" type="fixed"><parent '
+        'link="l2"/><child link="tool"/></joint></xacro:if></robot>',
+    )
+    path = tmp_path / "wrapped.urdf"
+    path.write_text(wrapped)  # leaving the tool out would place the flange: refused
+    with pytest.raises(RobotModelError, match=r"unexpanded xacro file \(it has <xacro:if>, "
+                       r"<xacro:property>\): expand it first"):
+        ArmModel.load(path)
+
+
+def test_a_file_in_its_declared_encoding(tmp_path):
+    text = urdf().replace('version="1.0"', 'version="1.0" encoding="ISO-8859-1"')
+    path = tmp_path / "latin.urdf"
+    path.write_bytes(text.replace('"l2"', '"outil_\u00e9"').encode("latin-1"))
+    arm = ArmModel.load(path)
+    assert arm.tip == "outil_\u00e9"
+    path.write_bytes(text.replace('"ISO-8859-1"', '"no-such-codec"').encode())
+    with pytest.raises(RobotModelError, match=r"cannot read URDF .* as no-such-codec"):
+        ArmModel.load(path)
+
+
+def test_unreadable_collision_geometry_is_left_out_with_a_warning(tmp_path):
+    box = '<collision><geometry><box size="0.1 0.1"/></geometry></collision>'
+    text = urdf().replace('<link name="l1"/>', f'<link name="l1">{box}</link>')
+    arm, said = load(text, tmp_path)
+    assert "link 'l1': its <collision> is unreadable" in said[0]
+    solver = Solver(arm, settings=IKSettings(collision_check=True))  # without that shape
+    assert solver.solve(solver.forward(np.full(2, 0.3))[0][0]).solved
 
 
 @pytest.mark.parametrize("relative", sorted(ARMS))

@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -52,6 +53,16 @@ def _unit(v, where: str) -> np.ndarray:
     if not np.isfinite(n) or n < 1e-12:
         raise RobotModelError(f"{where} has a zero or invalid axis {v.tolist()}")
     return v / n
+
+
+def _decoded(data: bytes, path) -> str:
+    """A URDF's text in the encoding its XML declaration names (UTF-8 without one)."""
+    declared = re.match(rb"\s*<\?xml[^>]*encoding\s*=\s*[\"']([A-Za-z0-9._-]+)[\"']", data)
+    codec = declared.group(1).decode() if declared else "utf-8"
+    try:
+        return data.decode("utf-8-sig" if codec.lower() in ("utf-8", "utf8") else codec)
+    except (LookupError, UnicodeDecodeError) as err:
+        raise RobotModelError(f"cannot read URDF {path} as {codec}: {err}") from err
 
 
 def resolve_robot(robot: str | Path) -> tuple[Path, str | None]:
@@ -166,7 +177,7 @@ class ArmModel:
     ) -> "ArmModel":
         path, default_tip = resolve_robot(robot)
         try:
-            text = Path(path).read_text()
+            text = _decoded(Path(path).read_bytes(), path)
         except OSError as err:
             raise RobotModelError(f"cannot read URDF {path}: {err}") from err
         name = str(robot) if str(robot) in NAMED_ROBOTS else None
