@@ -181,8 +181,8 @@ def cmd_export(args) -> int:
             return 0
     out = model_dir.export(args.model, args.out)
     print(
-        f"exported {args.model} to {out} (load it anywhere: robot-ik-nn eval {out.name}, or "
-        f"model_dir:={out.name} for the inference node)"
+        f"exported {args.model} to {out} (load it anywhere: robot-ik-nn eval {out}, or "
+        f"model_dir:={out} for the inference node)"
     )
     return 0
 

@@ -137,6 +137,7 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         m.add_argument("--fresh", action="store_true", help="start from nothing, not the best")
         m.add_argument("--learn", nargs="+", default=[], metavar="KEY=VALUE")
         m.add_argument("--force", action="store_true", help="overwrite a run in --out")
+        m.add_argument("--resume", action="store_true", help="continue the merge in --out")
         m.add_argument("--quiet", action="store_true", help="no progress bar")
         m.set_defaults(func=commands["merge"])
 

@@ -5,9 +5,11 @@ stopped run resumes bit for bit."""
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from .cli import _threads, cmd_eval
 
@@ -31,7 +33,7 @@ def cmd_train(args) -> int:
         minutes=_minutes(args, 5.0),
         steps=args.steps,
         device=args.device,
-        out=args.out or f"models/{_stem(args.robot)}",
+        out=_out(args),
         seed=args.seed,
         hidden=args.hidden,
         heads=args.heads,
@@ -60,12 +62,15 @@ def cmd_train(args) -> int:
         path = trainer.run()
     if trainer.rank:
         return 0
-    print(
-        f"model saved to {path}"
-        + (" (stopped early; resume with --resume)" if trainer.interrupted else "")
-    )
-    if trainer.interrupted:
-        return 130
+    if not trainer.saved:
+        print(f"stopped before the first step: nothing saved ({path} keeps what it held)")
+    else:
+        print(
+            f"model saved to {path}"
+            + (" (stopped early; resume with --resume)" if trainer.interrupted else "")
+        )
+    if trainer.interrupted:  # under torchrun the launching process says so (an exit code other
+        return 130 if world == 1 else 0  # than 0 here would make torchrun print a traceback)
     if args.eval:
         return cmd_eval(
             argparse.Namespace(
@@ -95,12 +100,17 @@ def cmd_merge(args) -> int:
         fresh=args.fresh,
         learn=_learn(args),
         force=args.force,
+        resume=args.resume,
         progress=not args.quiet,
         stop=stop,
     )
     print(
         f"merged {len(args.models)} networks into {args.out}"
-        + (" (stopped early: the merge so far is saved)" if trainer.interrupted else "")
+        + (
+            " (stopped early: the merge so far is saved; continue it with --resume)"
+            if trainer.interrupted
+            else ""
+        )
     )
     return 130 if trainer.interrupted else 0
 
@@ -109,11 +119,15 @@ def _check_before_workers(args) -> None:
     """What ``train --nproc N`` would refuse in each worker, refused once, before any starts."""
     from .arm.model import ArmModel
     from .learn.distributed import check_parallel
+    from .learn.run_files import TrainingError, refusal
 
     _learn(args)
     check_parallel(args.learner)
     _minutes(args, 5.0)
     ArmModel.load(args.robot, base=args.base, tip=args.tip)
+    why = refusal(Path(_out(args)), args.resume, args.force)
+    if why:
+        raise TrainingError(why)
 
 
 def _learn(args):
@@ -169,12 +183,48 @@ def _torchrun(args) -> int:
             argv.append(word)
     run = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
     run += ["--nproc-per-node", str(args.nproc), "-m", "robot_ik_nn.train", *argv]
-    proc = subprocess.Popen(run)
-    while True:
+    # torchrun in a session of its own: a terminal's Ctrl-C reaches this process alone, which
+    # passes it to the workers (they stop between steps and save), not to torchrun, which would
+    # answer it with a traceback; the workers then end as a finished run does
+    proc = subprocess.Popen(run, start_new_session=True)
+    stopped = False
+    previous = signal.signal(signal.SIGTERM, lambda *_: _interrupt())
+    try:
+        while True:
+            try:
+                code = proc.wait()
+                break
+            except KeyboardInterrupt:
+                stopped = True
+                for pid in _children(proc.pid):
+                    try:
+                        os.killpg(pid, signal.SIGINT)  # each worker leads a session of its own
+                    except OSError:
+                        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 130 if stopped and code == 0 else code
+
+
+def _interrupt():
+    raise KeyboardInterrupt
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux's /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            return proc.wait()
-        except KeyboardInterrupt:  # the workers heard it too: they save, then torchrun ends
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
             continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _out(args) -> str:
+    return args.out or f"models/{_stem(args.robot)}"
 
 
 def _stem(robot: str) -> str:

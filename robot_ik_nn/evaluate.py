@@ -74,6 +74,14 @@ def evaluate(
     """The ``robot-ik-nn eval --json`` object for a model folder (path or archive)."""
     from .ik.solver import Solver
 
+    if device != "cpu" and not device.startswith("cuda"):
+        raise ValueError(f"device {device!r}: eval runs on cpu (compiled) or cuda[:N] (torch)")
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {device!r} asked for, but this machine has no CUDA device")
+
     solver = Solver.load(model, settings)
     arm, pose = solver.arm, solver.mode == "pose"
     _, pos, rot = held_out_targets(arm, targets, seed)

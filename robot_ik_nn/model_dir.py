@@ -19,9 +19,11 @@ takes that archive as well as the folder.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,12 +80,14 @@ def weights_bytes(net) -> bytes:
 
 @dataclass
 class ModelFolder:
-    """A model folder read without torch: its metadata, arm and tensors (numpy)."""
+    """A model folder read without torch: its metadata, arm and tensors (numpy); ``archive``:
+    the exported file it was unpacked from, if any."""
 
     meta: dict
     arm: ArmModel
     tensors: dict
     path: Path
+    archive: Path | None = None
 
     @property
     def mode(self) -> str:
@@ -96,6 +100,7 @@ class LoadedModel:
     arm: ArmModel
     meta: dict
     path: Path
+    archive: Path | None = None
 
     @property
     def mode(self) -> str:
@@ -156,6 +161,9 @@ def read_meta(path: str | Path) -> dict:
     for key in ("fingerprint", "network", "weights_sha256", "base", "tip", "joint_names"):
         if key not in meta:
             raise ModelDirError(f"{path / META} is corrupt: no '{key}'")
+    wrong = _network_problem(meta["network"], len(meta["joint_names"]))
+    if wrong:
+        raise ModelDirError(f"{path / META} is corrupt: its network section has {wrong}")
     if meta.get("format") != FORMAT:
         raise ModelDirError(
             f"{path} has model format {meta.get('format')}; this version reads format {FORMAT}"
@@ -163,13 +171,38 @@ def read_meta(path: str | Path) -> dict:
     return meta
 
 
+def _network_problem(net, joints: int) -> str:
+    """What is wrong with model.json's ``network`` section, or "" (the types NetConfig takes)."""
+    if not isinstance(net, dict):
+        return f"{net!r} where the network's settings belong"
+    whole = lambda v: isinstance(v, int) and not isinstance(v, bool)  # noqa: E731
+    checks = {
+        "dof": lambda v: whole(v) and v == joints,
+        "mode": lambda v: v in ("pose", "position"),
+        "hidden": lambda v: isinstance(v, list) and v and all(whole(h) and h > 0 for h in v),
+        "tracking": lambda v: isinstance(v, bool),
+        "yaw_symmetry": lambda v: isinstance(v, bool),
+        "heads": lambda v: whole(v) and 1 <= v <= 64,
+    }
+    for key, fits in checks.items():
+        if key not in net:
+            if key in ("dof", "mode", "hidden"):  # the others have defaults (older folders)
+                return f"no '{key}'"
+            continue
+        if not fits(net[key]):
+            also = f" ({joints} joints are named)" if key == "dof" else ""
+            return f"{key}={net[key]!r}{also}"
+    return ""
+
+
 def parent_record(folder: "ModelFolder | LoadedModel", role: str) -> dict:
     """What a model folder says about a model it came from: name, path, arm, weights."""
     meta = folder.meta
+    where = Path(folder.archive or folder.path)  # an archive, not the folder it was unpacked to
     return {
         "role": role,
-        "name": Path(folder.path).name,
-        "path": str(Path(folder.path).resolve()),
+        "name": where.name,
+        "path": str(where.resolve()),
         "robot": meta.get("robot"),
         "fingerprint": meta["fingerprint"],
         "weights_sha256": meta["weights_sha256"],
@@ -179,6 +212,7 @@ def parent_record(folder: "ModelFolder | LoadedModel", role: str) -> dict:
 
 
 SHIPPED = (WEIGHTS, META, URDF, REPORT, CURVE, ONNX)
+ARCHIVES = (".tar.gz", ".tgz")
 
 
 def export(path: str | Path, out: str | Path | None = None) -> Path:
@@ -188,6 +222,11 @@ def export(path: str | Path, out: str | Path | None = None) -> Path:
     path = Path(path)
     read_meta(path)  # refuse to pack something that is not a model folder
     out = Path(out) if out else path.with_name(path.name + ".tar.gz")
+    if not out.name.endswith(ARCHIVES):
+        raise ModelDirError(
+            f"--out {out}: an exported model's name ends in .tar.gz (or .tgz), which is how "
+            "eval, solve and the inference node tell it from a folder"
+        )
     tmp = out.with_name(f".{out.name}.tmp")
     with tarfile.open(tmp, "w:gz") as tar:
         for name in SHIPPED:
@@ -202,6 +241,7 @@ def _unpack(archive: Path) -> Path:
     import tarfile
 
     target = Path(tempfile.mkdtemp(prefix="robot_ik_nn_model_"))
+    atexit.register(shutil.rmtree, target, ignore_errors=True)  # in use until the process ends
     try:
         with tarfile.open(archive, "r:*") as tar:
             members = tar.getmembers()
@@ -226,8 +266,9 @@ def read(path: str | Path, arm: ArmModel | None = None) -> ModelFolder:
     from safetensors.numpy import load as load_tensors
 
     path = Path(path)
-    if path.is_file() and path.name.endswith((".tar.gz", ".tgz")):
-        path = _unpack(path)
+    archive = None
+    if path.is_file() and path.name.endswith(ARCHIVES):
+        archive, path = path, _unpack(path)
     meta = read_meta(path)
     try:
         blob = (path / WEIGHTS).read_bytes()
@@ -259,7 +300,7 @@ def read(path: str | Path, arm: ArmModel | None = None) -> ModelFolder:
         tensors = load_tensors(blob)
     except (SafetensorError, ValueError) as err:
         raise ModelDirError(f"{path / WEIGHTS} is unreadable: {err}") from err
-    return ModelFolder(meta, arm, tensors, path)
+    return ModelFolder(meta, arm, tensors, path, archive)
 
 
 def load(path: str | Path, arm: ArmModel | None = None, device="cpu") -> LoadedModel:
@@ -275,7 +316,7 @@ def load(path: str | Path, arm: ArmModel | None = None, device="cpu") -> LoadedM
         net.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in folder.tensors.items()})
     except (RuntimeError, TypeError, ValueError) as err:
         raise ModelDirError(f"{folder.path / WEIGHTS} does not fit model.json: {err}") from err
-    return LoadedModel(net.to(device).eval(), folder.arm, folder.meta, folder.path)
+    return LoadedModel(net.to(device).eval(), folder.arm, folder.meta, folder.path, folder.archive)
 
 
 def export_onnx(path: str | Path) -> Path:

@@ -110,6 +110,11 @@ def test_solve_rejects_a_bad_target_with_exit_code_2(trained):
     assert run.returncode == 2 and "rejected" in run.stdout and "reaches at most" in run.stdout
 
 
+def test_eval_refuses_a_device_it_cannot_use(trained):
+    run = cli("eval", str(trained), "--targets", "10", "--device", "foo")
+    assert run.returncode == 2 and "device 'foo': eval runs on cpu" in run.stderr, run.stderr
+
+
 def test_errors_name_the_problem(tmp_path):
     for command in ("eval", "bench"):
         run = cli(command, str(tmp_path / "missing"))

@@ -86,3 +86,25 @@ def test_nproc_shortcut_runs_evolution_with_the_population_split(tmp_path):
     assert main([*argv, "population=12", "evolution_targets=32"]) == 0
     a, b = loaded.net.state_dict(), model_dir.load(one).net.state_dict()
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+def test_nproc_refuses_once_and_a_terminal_s_ctrl_c_stops_it_cleanly(tmp_path, capsys):
+    argv = ["--threads", "1", "train", "--nproc", "2", "--mode", "position", "--hidden", "32"]
+    assert main([*argv, "--resume", "--out", str(tmp_path / "none"), "--steps", "5"]) == 2
+    err = capsys.readouterr().err  # refused here, once, before any worker started
+    assert err.count("cannot resume") == 1 and "Traceback" not in err, err
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "robot_ik_nn.cli", *argv, "--steps", "1000000", "--out", str(out)]
+    cmd += ["--quiet", "--checkpoint-every", "0.2"]
+    # a terminal's Ctrl-C goes to its foreground process group: this command's
+    proc = subprocess.Popen(
+        cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    deadline = time.time() + 180
+    while not (out / CHECKPOINT).exists() and time.time() < deadline:
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGINT)
+    output, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 130 and "Traceback" not in output, output
+    assert "stopped early; resume with --resume" in output
+    assert model_dir.load(out).meta["training"]["interrupted"] is True

@@ -134,3 +134,30 @@ def test_networks_of_different_joint_limits_merge_into_the_union(niryo, tmp_path
     records = merged.meta["parents"]
     assert [r["upper"][0] for r in records] == pytest.approx([0.0, hi])
     assert [r["lower"][0] for r in records] == pytest.approx([lo, 0.0])
+
+
+def test_a_parent_of_another_shape_merges_in_the_best_parent_s_shape(tmp_path, halves):
+    """The merged network starts from the best parent: in its shape, so all of it is copied (a
+    first parent of another width used to give a fresh network said to start from the best)."""
+    narrow = tmp_path / "narrow"
+    config = TrainConfig(mode="position", steps=2, minutes=None, out=str(narrow), hidden=[8])
+    config.heads = 1
+    Trainer(config, progress=False).run()  # two steps: the other parent is better
+    trainer = merge([narrow, halves[0]], tmp_path / "m", minutes=None, steps=1, progress=False)
+    assert trainer.net.config.hidden == [32, 32]
+    assert [r["started_from"] for r in trainer.parents] == [False, True]
+    from robot_ik_nn.evaluate import network_errors
+
+    best = model_dir.load(halves[0])  # one step from it: about as good, not a fresh network
+    theirs = network_errors(best.net, best.arm, targets=300, seed=5)["pos_mm_median"]
+    mine = network_errors(trainer.net, trainer.arm, targets=300, seed=5)["pos_mm_median"]
+    assert mine < 1.5 * theirs, (mine, theirs)
+
+
+def test_a_stopped_merge_resumes(tmp_path, halves, capsys):
+    argv = ["merge", *map(str, halves), "--out", str(tmp_path / "m"), "--steps", "3", "--quiet"]
+    assert main(argv) == 0
+    argv[argv.index("3")] = "6"
+    assert main(argv) == 2 and "pass --resume to continue it" in capsys.readouterr().err
+    assert main([*argv, "--resume"]) == 0
+    assert json.loads((tmp_path / "m" / "model.json").read_text())["training"]["steps"] == 6

@@ -112,6 +112,8 @@ def test_export_then_load_elsewhere(saved, tmp_path):
 
     path, net = saved
     archive = model_dir.export(path, tmp_path / "m.tar.gz")
+    with pytest.raises(ModelDirError, match="--out .*m.tar: an exported model's name ends in"):
+        model_dir.export(path, tmp_path / "m.tar")  # solve and eval would not know it
     elsewhere = tmp_path / "other_machine"
     elsewhere.mkdir()
     moved = Path(shutil.move(str(archive), elsewhere / "m.tar.gz"))
@@ -120,6 +122,38 @@ def test_export_then_load_elsewhere(saved, tmp_path):
     x, rot = torch.tensor([[0.2, 0.05, 0.3]]), torch.eye(3)[None]
     torch.testing.assert_close(loaded.net(x, rot), net(x, rot), rtol=0, atol=0)
     assert loaded.arm.name == "niryo_one"
+    record = model_dir.parent_record(loaded, "init")  # the archive, not where it was unpacked
+    assert record["name"] == "m.tar.gz" and record["path"] == str(moved.resolve())
+
+
+def test_an_unpacked_archive_is_removed_when_the_process_ends(saved, tmp_path):
+    import subprocess
+    import sys
+
+    archive = model_dir.export(saved[0], tmp_path / "m.tar.gz")
+    code = f"from robot_ik_nn import model_dir; print(model_dir.read({str(archive)!r}).path)"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    unpacked = Path(run.stdout.strip())
+    assert unpacked.name.startswith("robot_ik_nn_model_") and not unpacked.exists()
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("hidden", "128x128", "hidden='128x128'"),
+        ("dof", 5, r"dof=5 \(6 joints are named\)"),
+        ("heads", 0, "heads=0"),
+        ("tracking", "yes", "tracking='yes'"),
+    ],
+)
+def test_an_edited_network_section_is_named(saved, field, value, message):
+    path, _ = saved
+    meta = json.loads((path / "model.json").read_text())
+    meta["network"][field] = value
+    (path / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(ModelDirError, match=f"model.json is corrupt: its network section has "
+                       f"{message}"):
+        model_dir.read(path)
 
 
 def test_a_hostile_archive_is_refused(tmp_path):

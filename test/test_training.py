@@ -231,3 +231,77 @@ def test_options_a_learner_would_ignore_are_refused(tmp_path):
         TrainConfig(learner="explore", tracking=True, steps=1, minutes=None, out=out)
     with pytest.raises(ValueError, match="novelty search belongs to the evolution learner"):
         TrainConfig(learn=LearnConfig(novelty=0.5), steps=1, minutes=None, out=out)
+
+
+def test_a_fresh_start_over_a_run_leaves_no_checkpoint_to_resume(tmp_path):
+    """--force starts over: a later --resume must not find the old run's checkpoint and mix
+    the two (the new run crashed before its first checkpoint, say)."""
+    config = TrainConfig(steps=5, minutes=None, out=str(tmp_path / "r"), hidden=[8])
+    Trainer(config, progress=False).run()
+    assert (tmp_path / "r" / CHECKPOINT).exists()
+    Trainer(TrainConfig(**{**config.to_dict(), "seed": 2}), force=True, progress=False)
+    assert not (tmp_path / "r" / CHECKPOINT).exists()
+    with pytest.raises(TrainingError, match="holds no checkpoint.pt"):
+        Trainer(config, resume=True, progress=False)
+
+
+def test_a_resumed_run_keeps_its_learner_settings(tmp_path):
+    from robot_ik_nn.learn.learners import LearnConfig
+
+    small = LearnConfig(population=8, evolution_targets=16)
+    config = TrainConfig(learner="evolution", steps=2, minutes=None, out=str(tmp_path / "e"),
+                         hidden=[8], learn=small)
+    Trainer(config, progress=False).run()
+    again = TrainConfig(**{**config.to_dict(), "steps": 4, "learn": LearnConfig()})
+    trainer = Trainer(again, resume=True, progress=False)  # none given: the run's own
+    assert trainer.config.learn == small and len(trainer.learner.population) == 8
+    trainer.run()
+    meta = json.loads((tmp_path / "e" / "model.json").read_text())
+    assert meta["training"]["hyper_parameters"]["population"] == 8
+    other = TrainConfig(**{**again.to_dict(), "learn": LearnConfig(population=20)})
+    with pytest.raises(TrainingError, match=r"population=20 \(the run has 8\).*leave out --learn"):
+        Trainer(other, resume=True, progress=False)
+
+
+def test_a_stop_before_the_first_step_writes_nothing(tmp_path):
+    import threading
+
+    config = TrainConfig(steps=5, minutes=None, out=str(tmp_path / "m"), hidden=[8])
+    Trainer(config, progress=False).run()
+    before = (tmp_path / "m" / "model.safetensors").read_bytes()
+    stop = threading.Event()
+    stop.set()  # Ctrl-C at once, over a trained model (--force)
+    trainer = Trainer(TrainConfig(**{**config.to_dict(), "seed": 3}), force=True, stop=stop,
+                      progress=False)
+    trainer.run()
+    assert trainer.interrupted and not trainer.saved and trainer.step == 0
+    assert (tmp_path / "m" / "model.safetensors").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"device": "foo"}, "device 'foo' is not a torch device"),
+        ({"minutes": float("inf")}, "minutes must be a positive number"),
+    ],
+)
+def test_bad_devices_and_budgets_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "pair, message",
+    [
+        ("hindsight_until=0", "more than 0 and at most 1"),
+        ("decay_until=0", "more than 0 and at most 1"),
+        ("noise_start=0", "more than 0"),
+        ("sigma=0", "more than 0"),
+        ("attempts=1", "at least 2"),
+    ],
+)
+def test_learner_values_that_would_divide_by_zero_are_refused(pair, message):
+    from robot_ik_nn.learn.learners import LearnConfig
+
+    with pytest.raises(ValueError, match=message):
+        LearnConfig().update([pair])

@@ -71,7 +71,18 @@ def test_only_fitting_shapes_are_copied_and_nothing_fitting_is_refused(tmp_path,
     pose = _child(tmp_path / "pose", parent, mode="pose")  # the first layer takes 9 inputs
     copied = pose.parents[0]["copied"]
     assert "body.0.weight" not in copied and "head.weight" in copied
-    with pytest.raises(ValueError, match="no layer"):
+    with pytest.raises(ValueError, match=r"no layer of the starting network \(64 x 64, 1 head\) "
+                       r"fits this network's shapes \(8 x 8, 2 heads\); .*--hidden 64 64"):
         _child(tmp_path / "none", parent, mode="pose", hidden=[8, 8], heads=2)
     argv = ["train", "--init", str(tmp_path / "nothing"), "--steps", "1"]
     assert main([*argv, "--out", str(tmp_path / "x"), "--quiet"]) == 2
+
+
+def test_other_heads_take_the_first_heads_of_the_output_layer(tmp_path, parent):
+    """A 1-head parent into a 3-head child: the head both have is copied, so the child's first
+    head answers as the parent does."""
+    three = _child(tmp_path / "three", parent, heads=3)
+    assert "head.weight (first 1 head)" in three.parents[0]["copied"]
+    theirs = model_dir.load(parent).net.state_dict()["head.weight"]
+    mine = three.net.state_dict()["head.weight"]
+    assert mine.shape[0] == 3 * len(theirs) and torch.equal(mine[: len(theirs)], theirs)

@@ -114,8 +114,9 @@ def pack_network(state: dict, config: dict) -> NetArrays:
     expected = 3 + (6 if meta[NM_POSE] else 0) + (dof if meta[NM_TRACK] else 0)
     if sizes[0] != expected or sizes[-1] != 2 * dof * heads:
         raise ValueError(
-            f"network layers {sizes.tolist()} do not fit a {config['mode']} network for "
-            f"{dof} joints and {heads} heads"
+            f"network layers {sizes.tolist()} do not fit a {config['mode']} network "
+            + ("with the arm's joints as inputs (tracking) " if meta[NM_TRACK] else "")
+            + f"for {dof} joints and {heads} heads"
         )
     return NetArrays(W, b, sizes, meta, views, heads)
 

@@ -9,8 +9,9 @@ drawn inside its own region and its own joint ranges, with the distill learner
 (learners/distill.py): the reward, plus each parent's answer as a hint where that parent does
 better. Its arm is the parents' chain with, per joint, the union of their ranges. It starts from
 the weights of the parent whose answers score best by the reward on held-out targets of the whole
-workspace (``fresh=True``: from nothing). The merged folder is an ordinary model folder whose
-model.json lists its parents (name, path, fingerprint, SHA-256 of the weights, region, limits).
+workspace, in that parent's shape (``fresh=True``: from nothing, in the first parent's shape).
+The merged folder is an ordinary model folder whose model.json lists its parents (name, path,
+fingerprint, SHA-256 of the weights, region, limits). A stopped merge resumes (``resume=True``).
 Networks of different chains (different arms), or of different modes, are refused.
 """
 
@@ -85,6 +86,7 @@ def merge(
     fresh: bool = False,
     learn: LearnConfig | None = None,
     force: bool = False,
+    resume: bool = False,
     progress: bool = True,
     stop=None,
 ) -> Trainer:
@@ -103,7 +105,7 @@ def merge(
     arm = merged_arm(parents)
     # each parent's share of targets inside its own joint ranges (None: the merged arm's)
     boxes = None if arm is first.arm else [(p.arm.lower, p.arm.upper) for p in parents]
-    net = first.net.config
+    net = (start or first).net.config  # started from: all of its weights fit
     config = TrainConfig(
         robot=first.meta.get("robot") or first.arm.name,
         base=first.arm.base,
@@ -130,7 +132,9 @@ def merge(
             boxes=boxes,
         )
 
-    trainer = Trainer(config, force=force, progress=progress, stop=stop, arm=arm, learner=make)
+    trainer = Trainer(
+        config, resume=resume, force=force, progress=progress, stop=stop, arm=arm, learner=make
+    )
     trainer.parents = [
         {
             **model_dir.parent_record(p, "merged"),

@@ -66,6 +66,11 @@ class NetConfig:
         return asdict(self)
 
 
+def _shape(config: NetConfig) -> str:
+    width = " x ".join(str(h) for h in config.hidden)
+    return f"{width}, {config.heads} head" + ("s" if config.heads > 1 else "")
+
+
 def _wrap(x: torch.Tensor) -> torch.Tensor:
     return torch.remainder(x + math.pi, 2 * math.pi) - math.pi
 
@@ -281,19 +286,35 @@ class IKNet(nn.Module):
     # -- transfer: start from another network ----------------------------------------------------
     def adopt(self, other: "IKNet") -> list[str]:
         """Copy ``other``'s weights (and its input scaling) wherever the shapes fit; the arm's
-        own buffers (limits, axes, the first joint's frame) stay this arm's. Returns the names
-        copied; refuses when nothing fits."""
+        own buffers (limits, axes, the first joint's frame) stay this arm's. With as many joints
+        but other heads, the heads both have are copied (named "head.weight (first k heads)").
+        Returns the names copied; refuses, naming both shapes, when nothing fits."""
         mine, theirs = self.state_dict(), other.state_dict()
         wanted = {n for n, _ in self.named_parameters()} | {"pos_center", "pos_scale"}
         copied = [
             n for n in mine if n in wanted and n in theirs and theirs[n].shape == mine[n].shape
         ]
+        rows = {}  # the output layer: (heads, dof, 2) rows; the first heads of the smaller
+        same_joints = other.config.dof == self.config.dof
+        for n in ("head.weight", "head.bias"):
+            a, b = mine[n].shape, theirs[n].shape
+            if n not in copied and same_joints and a[1:] == b[1:]:
+                rows[n] = min(a[0], b[0])
         if not any(n in copied for n, _ in self.named_parameters()):
-            raise ValueError("no layer of the starting network fits this network's shapes")
+            raise ValueError(
+                f"no layer of the starting network ({_shape(other.config)}) fits this "
+                f"network's shapes ({_shape(self.config)}); train one of its shape (--hidden "
+                + " ".join(str(h) for h in other.config.hidden)
+                + ")"
+            )
         with torch.no_grad():
             for n in copied:
                 mine[n].copy_(theirs[n])
-        return copied
+            for n, k in rows.items():
+                mine[n][:k].copy_(theirs[n][:k])
+        heads = min(self.config.heads, other.config.heads)
+        first = f"first {heads} head" + ("s" if heads > 1 else "")
+        return copied + [f"{n} ({first})" for n in rows]
 
     # -- a population of networks of this shape (the evolution learner) --------------------------
     def flat_parameters(self) -> torch.Tensor:

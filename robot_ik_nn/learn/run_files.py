@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import shutil
+from dataclasses import fields
 from pathlib import Path
 
 import torch
@@ -22,27 +23,40 @@ class TrainingError(RuntimeError):
     pass
 
 
-def begin(out: Path, resume: bool, force: bool, device) -> tuple[str, object]:
-    """What the folder says to do: ("load", checkpoint), ("fresh", None) or ("error", why)."""
+def refusal(out: Path, resume: bool, force: bool) -> str:
+    """Why the folder refuses this run ("" when it does not): resuming without a checkpoint,
+    or starting over a run or a model without ``force``."""
     ckpt = out / CHECKPOINT
-    if resume and ckpt.exists():
-        try:
-            return "load", torch.load(ckpt, map_location=device, weights_only=True)
-        except Exception as err:  # noqa: BLE001 - any unreadable checkpoint: one message
-            return "error", f"cannot resume: {ckpt} is unreadable ({err})"
     if resume:
-        return "error", f"cannot resume: {out} holds no {CHECKPOINT} (no run to continue)"
+        return "" if ckpt.exists() else (
+            f"cannot resume: {out} holds no {CHECKPOINT} (no run to continue)"
+        )
     if out.exists() and not out.is_dir():
-        return "error", f"--out {out} is a file, not a folder"
+        return f"--out {out} is a file, not a folder"
     model = (out / model_dir.META).exists()  # a finished model, maybe copied without its run
     if (ckpt.exists() or model) and not force:
-        return "error", (
+        return (
             f"{out} already holds a training run; pass --resume to continue it "
             f"or --force to start over"
             if ckpt.exists()
             else f"{out} already holds a model; pass --force to train a new one over it"
         )
-    # a fresh start: no rows, events or curve from an earlier run in this folder
+    return ""
+
+
+def begin(out: Path, resume: bool, force: bool, device) -> tuple[str, object]:
+    """What the folder says to do: ("load", checkpoint), ("fresh", None) or ("error", why)."""
+    why = refusal(out, resume, force)
+    if why:
+        return "error", why
+    ckpt = out / CHECKPOINT
+    if resume:
+        try:
+            return "load", torch.load(ckpt, map_location=device, weights_only=True)
+        except Exception as err:  # noqa: BLE001 - any unreadable checkpoint: one message
+            return "error", f"cannot resume: {ckpt} is unreadable ({err})"
+    # a fresh start: no checkpoint, rows, events or curve from an earlier run in this folder
+    ckpt.unlink(missing_ok=True)
     (out / METRICS).unlink(missing_ok=True)
     (out / model_dir.CURVE).unlink(missing_ok=True)
     shutil.rmtree(out / "tensorboard", ignore_errors=True)
@@ -55,6 +69,26 @@ def save(out: Path, state: dict) -> Path:
     path = out / CHECKPOINT
     model_dir.atomic_write(path, buffer.getvalue())
     return path
+
+
+def resumed_learn(saved: dict, learn):
+    """The learner's settings of a resumed run: the checkpoint's. Settings given again must be
+    the same (the defaults stand for none given): the learner's buffers and population were
+    shaped by them, and the report names them."""
+    from .learners import LearnConfig
+
+    theirs = LearnConfig(**saved.get("learn", {}))
+    if learn in (LearnConfig(), theirs):
+        return theirs
+    changed = [
+        f"{f.name}={getattr(learn, f.name)!r} (the run has {getattr(theirs, f.name)!r})"
+        for f in fields(LearnConfig)
+        if getattr(learn, f.name) != getattr(theirs, f.name)
+    ]
+    raise TrainingError(
+        "cannot resume with other learner settings: " + ", ".join(changed)
+        + "; a resumed run keeps its own (leave out --learn, or start over with --force)"
+    )
 
 
 def check(out: Path, state: dict, saved: dict, fingerprint: str, config) -> None:

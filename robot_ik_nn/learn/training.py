@@ -11,6 +11,7 @@ budget and a fixed seed a run is reproducible bit for bit; a time budget depends
 from __future__ import annotations
 
 import json
+import math
 import sys
 import threading
 import time
@@ -70,10 +71,19 @@ class TrainConfig:
             )
         if self.minutes is None and self.steps is None:
             raise ValueError("give a budget: minutes or steps")
-        if self.minutes is not None and not self.minutes > 0:
-            raise ValueError(f"minutes must be positive, got {self.minutes}")
+        if self.minutes is not None and not 0 < self.minutes < math.inf:
+            raise ValueError(
+                f"minutes must be a positive number, got {self.minutes} (Ctrl-C stops a run "
+                "early and saves it)"
+            )
         if self.steps is not None and self.steps < 1:
             raise ValueError(f"steps must be positive, got {self.steps}")
+        try:
+            torch.device(self.device)
+        except (RuntimeError, TypeError) as err:
+            raise ValueError(
+                f"device {self.device!r} is not a torch device (cpu, cuda, cuda:1 ...)"
+            ) from err
         if self.device.startswith("cuda") and not torch.cuda.is_available():
             raise ValueError(
                 f"device {self.device!r} asked for, but this machine has no CUDA device"
@@ -108,23 +118,11 @@ class Trainer:
         self.elapsed = 0.0
         self.history: list[dict] = []
         self.interrupted = False
+        self.saved = False  # whether run() wrote the model folder
         self.rank, self.world = distributed.setup(config.device)  # (0, 1) outside torchrun
         self.lock = (
             threading.Lock()
         )  # held during each step: others may read the network between steps
-        torch.manual_seed(config.seed)
-        net_config = NetConfig(
-            self.arm.dof, config.mode, list(config.hidden), config.tracking, heads=config.heads
-        )
-        self.net = IKNet.for_arm(self.arm, net_config, seed=config.seed)
-        if config.init:
-            self._start_from(config.init)
-        self.net.to(self.device)
-        make = learner or make_learner  # merge.py brings its own (distillation from parents)
-        self.learner = make(
-            config.learner, self.arm, self.net, config.learn, self.device, config.seed
-        )
-        self.learner.region = parse_region(config.region, self.device)
         kind, payload = (None, None)
         if self.rank == 0:  # what the folder says: load a checkpoint, start afresh, or refuse
             kind, payload = run_files.begin(self.out, resume, force, self.device)
@@ -134,6 +132,21 @@ class Trainer:
             kind, payload = shared[0]
         if kind == "error":
             raise TrainingError(payload)
+        if kind == "load":  # the run's own learner settings, before the learner is built
+            config.learn = run_files.resumed_learn(json.loads(payload["config"]), config.learn)
+        torch.manual_seed(config.seed)
+        net_config = NetConfig(
+            self.arm.dof, config.mode, list(config.hidden), config.tracking, heads=config.heads
+        )
+        self.net = IKNet.for_arm(self.arm, net_config, seed=config.seed)
+        if config.init and kind != "load":  # a resumed run has its weights and parents already
+            self._start_from(config.init)
+        self.net.to(self.device)
+        make = learner or make_learner  # merge.py brings its own (distillation from parents)
+        self.learner = make(
+            config.learner, self.arm, self.net, config.learn, self.device, config.seed
+        )
+        self.learner.region = parse_region(config.region, self.device)
         if kind == "load":
             self._apply_checkpoint(payload)
         distributed.attach(self.learner, self.rank, self.world, config.seed, self.step)
@@ -203,7 +216,9 @@ class Trainer:
                 writer.close()
         self.interrupted = self.interrupted or self.stop.is_set()
         path = self.out
-        if self.rank == 0:  # rank 0 alone writes
+        # stopped before a first step: nothing learnt, so nothing written over the folder's model
+        self.saved = self.step > 0 or not self.interrupted
+        if self.rank == 0 and self.saved:  # rank 0 alone writes
             self.save_checkpoint()
             path = self.save_model()
         self.learner.close()

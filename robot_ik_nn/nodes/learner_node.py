@@ -169,7 +169,9 @@ class LearnerNode(Node):
                     status(
                         "learner_node: training",
                         "ok",
-                        f"finished: model saved to {self.model_path}",
+                        f"finished: model saved to {self.model_path}"
+                        if self.trainer.saved
+                        else "stopped before the first step: nothing saved",
                         {
                             "model_dir": str(self.model_path),
                             "step": self.trainer.step,

@@ -74,11 +74,13 @@ class LearnConfig:
         except ValueError as err:
             raise ValueError(f"--learn {key}={value}: expected a {kind.__name__}") from err
         low, high = _RANGES.get(key, (0, math.inf))
-        if not (math.isfinite(typed) and low <= typed <= high):
-            raise ValueError(
-                f"--learn {key}={value}: must be "
-                + ("a fraction from 0 to 1" if high == 1 else f"at least {low}")
-            )
+        positive = key in _POSITIVE
+        if not (math.isfinite(typed) and low <= typed <= high and (typed > 0 or not positive)):
+            if positive:
+                need = "more than 0" + (" and at most 1" if high == 1 else "")
+            else:
+                need = "a fraction from 0 to 1" if high == 1 else f"at least {low}"
+            raise ValueError(f"--learn {key}={value}: must be {need}")
         setattr(self, key, typed)
 
     def update(self, pairs: list[str]) -> "LearnConfig":
@@ -91,11 +93,15 @@ class LearnConfig:
         return self
 
 
-# what each setting may be: counts at least 1, fractions from 0 to 1, the rest at least 0
+# what each setting may be: counts at least 1 (attempts 2: the network's own and one more),
+# fractions from 0 to 1, the rest at least 0; _POSITIVE ones more than 0 (a fade's length, the
+# ends of a geometric fade)
+_POSITIVE = {"hindsight_until", "decay_until", "noise_start", "noise_end", "sigma", "sigma_final"}
 _RANGES = {
+    "attempts": (2, math.inf),
     **dict.fromkeys(
         (
-            "batch_size", "attempts", "explore_targets", "buffer_size", "replay", "population",
+            "batch_size", "explore_targets", "buffer_size", "replay", "population",
             "evolution_targets", "novelty_k", "probes", "archive_size",
         ),
         (1, math.inf),
