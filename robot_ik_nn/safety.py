@@ -122,6 +122,19 @@ def check_target(
     return ""
 
 
+def not_commanded(answer, accept_best_effort: bool) -> str:
+    """Why an answer (ik.targets.Answer) is not to be commanded, or "" when it may be: a solved
+    answer may; a best effort only with ``accept_best_effort``, and never one whose joints
+    collide; a rejected target never."""
+    if answer.solved:
+        return ""
+    if answer.q is None or not accept_best_effort:
+        return answer.reason
+    if answer.collides:
+        return f"{answer.reason}; a pose that collides is never commanded"
+    return ""
+
+
 def gate_command(
     solution, current, bounds: JointBounds, min_duration: float = 0.0
 ) -> Command | None:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from robot_ik_nn.arm.model import ArmModel
-from robot_ik_nn.safety import JointBounds, check_target, gate_command, stream_step
+from robot_ik_nn.safety import JointBounds, check_target, gate_command, not_commanded, stream_step
 
 ARM = ArmModel.load("niryo_one")
 BOUNDS = JointBounds.from_arm(ARM, margin=0.02)
@@ -143,3 +143,25 @@ def test_check_target_never_passes_anything_bad(pos, quat, stamp, frame):
     if reason == "":
         assert np.all(np.isfinite(pos)) and abs(np.linalg.norm(quat) - 1) <= 1e-3
         assert frame in FRAMES and -0.05 <= 100.0 - stamp <= 0.2
+
+
+def test_a_pose_that_collides_is_never_commanded():
+    """accept_best_effort relaxes the tolerance, never the collision check: a target inside the
+    arm's own base has only colliding poses."""
+    from robot_ik_nn.ik.settings import IKSettings
+    from robot_ik_nn.ik.solver import Solver
+
+    solver = Solver(ARM, settings=IKSettings(collision_check=True))
+    inside = solver.solve(np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]))
+    assert inside.status == "best_effort" and inside.q is not None and inside.collides
+    assert solver.collisions.in_collision(inside.q)
+    assert not_commanded(inside, accept_best_effort=False) == inside.reason
+    assert "a pose that collides is never commanded" in not_commanded(inside, True)
+    batch = solver.solve_batch(np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]))
+    assert batch[0].collides
+    far = solver.solve(solver.origin + [0.0, 0.0, 1.5 * ARM.reach])  # out of reach, clear
+    assert far.status == "best_effort" and not far.collides
+    assert not_commanded(far, True) == "" and not_commanded(far, False) == far.reason
+    assert not_commanded(solver.solve(solver.forward(ARM.mid_range)[0][0]), False) == ""
+    rejected = solver.solve(np.array([np.nan, 0.0, 0.0]))
+    assert not_commanded(rejected, True) == rejected.reason != ""

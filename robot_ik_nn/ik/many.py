@@ -227,7 +227,7 @@ def listed(solver, pt, quat, has_quat, current, k, how, started, patience=None) 
         q = None if status == 2 else sols[0].copy()
         pe, re = (np.nan, np.nan) if status == 2 else (errs[0, 0], errs[0, 1])
         reason = solver._reason(status, why, pt, quat if has_quat else None, pe, re)
-        return [Answer(q, STATUS[status], pe, re, reason, seconds, 0)]
+        return [Answer(q, STATUS[status], pe, re, reason, seconds, 0, solver._collides(q))]
     rank = order(
         solver._model,
         solver.arm.lower,

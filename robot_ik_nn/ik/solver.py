@@ -245,8 +245,13 @@ class Solver:
             return Answer(q, SOLVED, pe, re, "", time.perf_counter() - started, its)
         answer = Answer(None if status == 2 else q, STATUS[status], pe, re, "", 0.0, its)
         answer.reason = self._reason(status, why, pt, quat if has_quat else None, pe, re)
+        answer.collides = self._collides(answer.q)
         answer.seconds = time.perf_counter() - started
         return answer
+
+    def _collides(self, q) -> bool:
+        """Whether joints ``q`` collide, by this solver's collision model (False without one)."""
+        return bool(self.checking and q is not None and self.collisions.in_collision(q))
 
     def _reason(self, status: int, why, pt, quat, pe, re) -> str:
         """The words for an answer's status: why a target was rejected, or why it was missed
@@ -307,11 +312,12 @@ class Solver:
             info,
         )
         codes = info[:, 0].astype(np.int8)
-        reasons = [""] * B
+        reasons, collides = [""] * B, np.zeros(B, bool)
         for i in np.flatnonzero(codes != 0):
             reasons[i] = self._reason(
                 codes[i], info[i, 1], P[i], Q[i] if has_quat else None, info[i, 2], info[i, 3]
             )
+            collides[i] = codes[i] == 1 and self._collides(q[i])
         return BatchResult(
             q,
             codes,
@@ -320,6 +326,7 @@ class Solver:
             reasons,
             time.perf_counter() - started,
             info[:, 4].astype(np.int64),
+            collides,
         )
 
     def network_seeds(self, P, R=None, current=None) -> np.ndarray:

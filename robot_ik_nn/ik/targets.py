@@ -122,6 +122,7 @@ class Answer:
     reason: str = ""  # why it was rejected or not solved; "" when solved
     seconds: float = math.nan  # time spent solving it
     iterations: int = 0  # Levenberg-Marquardt iterations spent, restarts included
+    collides: bool = False  # a best effort whose joints collide (a solver checking collisions)
 
     @property
     def solved(self) -> bool:
@@ -139,6 +140,7 @@ class BatchResult:
     reason: list[str]
     seconds: float = math.nan
     iterations: np.ndarray | None = None  # (B,) LM iterations per target, restarts included
+    collides: np.ndarray | None = None  # (B,) bool: best efforts whose joints collide
 
     @property
     def status(self) -> list[str]:
@@ -163,6 +165,7 @@ class BatchResult:
             float(self.rot_err[i]),
             self.reason[i],
             iterations=0 if self.iterations is None else int(self.iterations[i]),
+            collides=self.collides is not None and bool(self.collides[i]),
         )
 
     def summary(self) -> dict:

@@ -35,7 +35,14 @@ from ..ik.seeds import BACKENDS
 from ..ik.settings import ORDERS, IKSettings
 from ..ik.solver import Solver
 from ..ik.targets import BEST_EFFORT, REJECTED, SOLVED, STATUS
-from ..safety import JointBounds, check_target, gate_command, start_of_stream, stream_step
+from ..safety import (
+    JointBounds,
+    check_target,
+    gate_command,
+    not_commanded,
+    start_of_stream,
+    stream_step,
+)
 from .common import (
     RELIABLE,
     declare,
@@ -127,7 +134,7 @@ PARAMETERS = {
     "backend": ("compiled", f"the network's forward pass: {', '.join(BACKENDS)}", RO),
     "accept_best_effort": (
         False,
-        "also command answers that miss the 1 mm / 0.01 rad tolerance",
+        "also command answers that miss the 1 mm / 0.01 rad tolerance (never one that collides)",
         {},
     ),
     "choose": (
@@ -265,8 +272,9 @@ class InferenceNode(Node):
             answer = self.solver.solve(
                 np.array(position), np.array(quat), current=current, last=self.last_solution
             )
-        if answer.status != SOLVED and not (answer.q is not None and self.accept_best_effort):
-            return self.report(answer.status, answer.reason, started, answer)
+        why = not_commanded(answer, self.accept_best_effort)
+        if why:
+            return self.report(answer.status, why, started, answer)
         age = now_seconds(self) - stamp_seconds(msg.header.stamp)
         if age > self.stale_timeout:  # the answer came too late to act on (and the joints too)
             return self.report(
