@@ -15,6 +15,14 @@ def _count0(text: str) -> int:
     return _whole(text, 0)
 
 
+def port(text: str) -> int:
+    """A TCP port: a whole number from 1 to 65535."""
+    value = _whole(text, 1)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"a TCP port is at most 65535, got {value}")
+    return value
+
+
 def _whole(text: str, least: int) -> int:
     try:
         value = int(text)

@@ -49,7 +49,12 @@ ARGUMENTS = {
         **COMMON,
         "minutes": Argument("", "training budget in minutes; '' = the params file's"),
     },
-    "inference": {**COMMON, "use_sim": Argument("true", "run sim_node as the stand-in arm")},
+    "inference": {
+        **COMMON,
+        # '' rather than a name: ros2 launch passes every declared argument, given or not
+        "robot": Argument("", "arm as above; '' = the model folder's own arm"),
+        "use_sim": Argument("true", "run sim_node as the stand-in arm"),
+    },
     "display": {**COMMON},
     "deploy": {
         "arm": Argument("niryo_one", "the real arm: niryo_one, niryo_ned or inmoov_right_arm"),
@@ -107,7 +112,21 @@ def resolve_arguments(session: str, given: dict[str, str]) -> dict[str, str]:
             f"unknown argument(s) {', '.join(unknown)} for {session}; "
             f"arguments are: {', '.join(known)}"
         )
-    return {name: str(given.get(name, arg.default)) for name, arg in known.items()}
+    args = {name: str(given.get(name, arg.default)) for name, arg in known.items()}
+    for name, fits, what in (
+        ("view_port", lambda v: v.isdigit() and 1 <= int(v) <= 65535, "a port from 1 to 65535"),
+        ("minutes", lambda v: v == "" or _positive(v), "a number of minutes above 0"),
+    ):
+        if name in args and not fits(args[name]):
+            raise SessionError(f"{name}:={args[name]} is not {what}")
+    return args
+
+
+def _positive(text: str) -> bool:
+    try:
+        return 0 < float(text) < float("inf")
+    except ValueError:
+        return False
 
 
 def load_params(path: str | Path) -> dict[str, dict]:
@@ -134,10 +153,11 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
     if session == "deploy":
         return _deploy(args, params)
     robot, controller = args["robot"], args["controller"]
-    arm, own = {"robot": robot}, None  # what sim_node is given; the model folder's own arm
-    if session == "inference" and "robot" not in (given or {}):
+    own = None  # the model folder's own arm, served when no robot is given
+    if session == "inference" and not robot:
         own = _model_arm(args["model_dir"])
-        arm, robot = (own, own["robot"]) if own else (arm, robot)
+        robot = own["robot"] if own else COMMON["robot"].default
+    arm = own or {"robot": robot}  # what sim_node is given
 
     def node(executable, **kwargs):
         return PlannedNode(
@@ -151,7 +171,7 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
         learner = node("learner_node", ends_session=True)
         learner.parameters.update(robot=robot, output_dir=args["model_dir"])
         if args["minutes"]:
-            learner.parameters["minutes"] = float(args["minutes"])
+            learner.parameters["minutes"] = float(args["minutes"])  # checked: a number
         sim.remappings.append(("target_pose", "/learner_node/demo_target"))
         nodes += [sim, learner]
     elif session == "inference":

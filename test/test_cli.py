@@ -110,6 +110,13 @@ def test_solve_rejects_a_bad_target_with_exit_code_2(trained):
     assert run.returncode == 2 and "rejected" in run.stdout and "reaches at most" in run.stdout
 
 
+def test_view_usage_errors(trained):
+    run = cli("view", str(trained), "--port", "99999", timeout=60)
+    assert run.returncode == 2 and "a TCP port is at most 65535" in run.stderr, run.stderr
+    run = cli("view", str(trained), "--robot", "niryo_one", timeout=60)
+    assert run.returncode == 2 and "not both (a model knows its arm)" in run.stderr, run.stderr
+
+
 def test_eval_refuses_a_device_it_cannot_use(trained):
     run = cli("eval", str(trained), "--targets", "10", "--device", "foo")
     assert run.returncode == 2 and "device 'foo': eval runs on cpu" in run.stderr, run.stderr

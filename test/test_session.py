@@ -48,7 +48,8 @@ def test_inference_serves_the_model_folders_own_arm_unless_told(tmp_path):
     from robot_ik_nn.model_dir import FORMAT
 
     meta = {"format": FORMAT, "robot": "inmoov_right_arm", "base": "torso_link"}
-    meta.update(tip="r_tool_link", fingerprint="", network={}, weights_sha256="", joint_names=[])
+    meta.update(tip="r_tool_link", fingerprint="", weights_sha256="", joint_names=["j"] * 5)
+    meta.update(network={"dof": 5, "mode": "pose", "hidden": [8]})
     (named / "model.json").write_text(json.dumps(meta))
     nodes = {n.name: n for n in plan("inference", {"model_dir": str(named)})}
     assert nodes["inference_node"].parameters["robot"] == ""  # the folder's own robot.urdf
@@ -67,6 +68,11 @@ def test_inference_serves_the_model_folders_own_arm_unless_told(tmp_path):
     (own / "robot.urdf").write_text((ROOT / "urdf" / "inmoov_right_arm.urdf").read_text())
     sim = {n.name: n for n in plan("inference", {"model_dir": str(own)})}["sim_node"].parameters
     assert sim["robot"] == str(own / "robot.urdf")
+    # ros2 launch passes every declared argument, the ones not given at their defaults
+    launched = {name: arg.default for name, arg in ARGUMENTS["inference"].items()}
+    nodes = {n.name: n for n in plan("inference", {**launched, "model_dir": str(named)})}
+    assert nodes["inference_node"].parameters["robot"] == ""
+    assert nodes["sim_node"].parameters["robot"] == "inmoov_right_arm"
     told = {n.name: n for n in plan("inference", {"model_dir": str(named), "robot": "niryo_one"})}
     assert told["inference_node"].parameters["robot"] == "niryo_one"  # refused if it differs
     assert told["sim_node"].parameters["robot"] == "niryo_one"
@@ -84,6 +90,32 @@ def test_bad_arguments_are_named():
         parse_assignments(["robot=niryo_one"])
     with pytest.raises(SessionError, match="params file not found"):
         plan("train", {"params_file": "/nope.yaml"})
+    with pytest.raises(SessionError, match="view_port:=abc is not a port from 1 to 65535"):
+        plan("inference", {"view": "true", "view_port": "abc"})
+    with pytest.raises(SessionError, match="minutes:=abc is not a number of minutes above 0"):
+        plan("train", {"minutes": "abc"})
+
+
+def test_a_session_s_processes_run_the_installed_package(tmp_path):
+    """Not a robot_ik_nn/ folder in the working folder (a clone of the sources, say)."""
+    import os
+    import subprocess
+
+    from robot_ik_nn.nodes.runner import _process
+
+    fake = tmp_path / "robot_ik_nn"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("")
+    (fake / "cli.py").write_text("print('the wrong package')")
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        proc = _process(["robot-ik-nn", "--help"])
+    finally:
+        os.chdir(here)
+    assert proc.wait(60) == 0
+    proc = subprocess.run(proc.args, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert "usage: robot-ik-nn" in proc.stdout and "wrong package" not in proc.stdout
 
 
 def test_params_files_use_the_ros_layout_and_name_real_parameters():

@@ -40,7 +40,7 @@ def run(planned, args=None) -> int:
     try:
         for spec in planned:
             if spec.command:  # a process beside the nodes (the emulator of a dry run)
-                processes.append(_process(spec.command))
+                processes.append((spec.name, _process(spec.command)))
                 continue
             if spec.external:
                 print(
@@ -58,11 +58,19 @@ def run(planned, args=None) -> int:
             started.append((spec, node))
             executor.add_node(node)
         enders = [node for spec, node in started if spec.ends_session]
+        running = list(processes)
         while rclpy.ok():
             executor.spin_once(timeout_sec=0.1)
             if any(getattr(node, "done", False) for node in enders):
                 code = max(int(getattr(node, "exit_code", 0)) for node in enders)
                 break
+            for name, proc in [(n, p) for n, p in running if p.poll() is not None]:
+                running.remove((name, proc))  # said, not left unseen
+                print(
+                    f"[launch] {name} ended with code {proc.returncode}; the nodes go on "
+                    "without it",
+                    file=sys.stderr,
+                )
     except (KeyboardInterrupt, ExternalShutdownException):
         code = 130
     except Exception as err:  # noqa: BLE001 - a node that cannot start ends the session with its reason
@@ -71,15 +79,23 @@ def run(planned, args=None) -> int:
     finally:
         executor.shutdown(timeout_sec=5.0)  # no callback runs while the nodes are taken down
         take_down([node for _, node in reversed(started)])
-        for proc in processes:
+        for _, proc in processes:
             proc.terminate()
             proc.wait(10)
     return code
 
 
+# ``python -m`` would put the working folder first on sys.path: a robot_ik_nn/ folder there (a
+# clone of the sources) would be run instead of the installed package
+RUN_CLI = (
+    "import runpy, sys; del sys.path[0]; "
+    "runpy.run_module('robot_ik_nn.cli', run_name='__main__')"
+)
+
+
 def _process(command: list[str]) -> subprocess.Popen:
     """Start ``command`` (``robot-ik-nn ...`` runs with this interpreter), output to ours."""
     if command[0] == "robot-ik-nn":
-        command = [sys.executable, "-m", "robot_ik_nn.cli", *command[1:]]
+        command = [sys.executable, "-c", RUN_CLI, *command[1:]]
     print(f"[launch] starting {' '.join(command)}", file=sys.stderr)
     return subprocess.Popen(command)

@@ -12,6 +12,8 @@ import sys
 import threading
 from pathlib import Path
 
+from ..cli_args import port
+
 
 def add_parser(sub) -> None:
     v = sub.add_parser(
@@ -20,7 +22,7 @@ def add_parser(sub) -> None:
     v.add_argument("model", nargs="?", help="a model folder or its exported .tar.gz")
     v.add_argument("--robot", help="an arm without a model: a named arm or a URDF path")
     v.add_argument("--host", default="127.0.0.1", help="0.0.0.0 to open it to the network")
-    v.add_argument("--port", type=int, default=8080)
+    v.add_argument("--port", type=port, default=8080)
     v.add_argument(
         "--no-collision-check",
         action="store_true",
@@ -55,7 +57,15 @@ def build(args):
     from .page import ArmPage
 
     if bool(args.model) == bool(args.robot):
-        print("robot-ik-nn view: error: give a model folder or --robot", file=sys.stderr)
+        print(
+            "robot-ik-nn view: error: "
+            + (
+                "give a model folder or --robot, not both (a model knows its arm)"
+                if args.model
+                else "give a model folder or --robot"
+            ),
+            file=sys.stderr,
+        )
         raise SystemExit(2)  # a usage error, as argparse's
     settings = IKSettings(collision_check=not args.no_collision_check)
     if args.model:
