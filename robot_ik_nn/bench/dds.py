@@ -5,8 +5,8 @@ that plays the arm (``/joint_states`` at 50 Hz, mid-range joints) and sends rand
 self-collision-free targets (cold: each unrelated to the last) at 200 Hz, and a listener that
 stamps every ``joint_command`` on arrival. Both stamps come from the same monotonic clock
 (CLOCK_MONOTONIC, shared by every process), so latency is target published -> command
-received. Start-up is node process start -> first command received (the kernel cache already
-warm: a first run fills it).
+received. Start-up is node process start -> first command received, the kernel cache warm (this
+process compiles the node's entries first, ``Solver.warm_up``, which fills numba's file cache).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ def dds_latency(model, targets: int = 2000, rate_hz: float = 200.0, seed: int = 
     from ..nodes.common import RELIABLE
 
     solver = Solver.load(model).with_settings(collision_check=True)
+    solver.warm_up()  # the entries the node compiles at start, into numba's cache: warm for it
     arm = solver.arm
     # reachable with the node's default joint_limit_margin and clear of the arm itself (the node
     # checks self-collision by default); the last one: the start-up target
