@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
 from .cli import _threads, cmd_eval
+
+STOP_FILE = "ROBOT_IK_NN_STOP_FILE"  # train --nproc: the file that asks the workers to stop
 
 
 def cmd_train(args) -> int:
@@ -22,27 +26,9 @@ def cmd_train(args) -> int:
         return _torchrun(args)
     world = world_from_env()[1]
     _threads(args.threads or (cpu_threads() if world > 1 else None), torch=True)
-    from .learn.training import TrainConfig, Trainer
+    from .learn.training import Trainer
 
-    config = TrainConfig(
-        robot=args.robot,
-        base=args.base,
-        tip=args.tip,
-        mode=args.mode,
-        learner=args.learner,
-        minutes=_minutes(args, 5.0),
-        steps=args.steps,
-        device=args.device,
-        out=_out(args),
-        seed=args.seed,
-        hidden=args.hidden,
-        heads=args.heads,
-        tracking=args.tracking,
-        checkpoint_every=args.checkpoint_every,
-        learn=_learn(args),
-        init=args.init,
-        region=args.region,
-    )
+    config = _config(args)
     if args.view:  # refused before any training, not after
         from .view.training import view_missing
 
@@ -51,6 +37,7 @@ def cmd_train(args) -> int:
             print(f"robot-ik-nn train: {missing}", file=sys.stderr)
             return 1
     stop = _stop_between_steps()
+    _watch_stop_file(stop)
     trainer = Trainer(
         config, resume=args.resume, force=args.force, progress=not args.quiet, stop=stop
     )
@@ -78,7 +65,7 @@ def cmd_train(args) -> int:
                 targets=args.eval,
                 seed=12345,
                 json=False,
-                device=args.device,
+                device=args.device if args.device.startswith("cuda") else "cpu",
                 batch=None,
                 threads=args.threads,
             )
@@ -104,30 +91,67 @@ def cmd_merge(args) -> int:
         progress=not args.quiet,
         stop=stop,
     )
-    print(
-        f"merged {len(args.models)} networks into {args.out}"
-        + (
-            " (stopped early: the merge so far is saved; continue it with --resume)"
-            if trainer.interrupted
-            else ""
+    if not trainer.saved:
+        print(f"stopped before the first step: nothing saved ({args.out} keeps what it held)")
+    else:
+        print(
+            f"merged {len(args.models)} networks into {args.out}"
+            + (
+                " (stopped early: the merge so far is saved; continue it with --resume)"
+                if trainer.interrupted
+                else ""
+            )
         )
-    )
     return 130 if trainer.interrupted else 0
+
+
+def _config(args):
+    """The training run the command line asks for (refusing what TrainConfig refuses)."""
+    from .learn.training import TrainConfig
+
+    return TrainConfig(
+        robot=args.robot,
+        base=args.base,
+        tip=args.tip,
+        mode=args.mode,
+        learner=args.learner,
+        minutes=_minutes(args, 5.0),
+        steps=args.steps,
+        device=args.device,
+        out=_out(args),
+        seed=args.seed,
+        hidden=args.hidden,
+        heads=args.heads,
+        tracking=args.tracking,
+        checkpoint_every=args.checkpoint_every,
+        learn=_learn(args),
+        init=args.init,
+        region=args.region,
+    )
 
 
 def _check_before_workers(args) -> None:
     """What ``train --nproc N`` would refuse in each worker, refused once, before any starts."""
+    import json
+
+    from . import model_dir
     from .arm.model import ArmModel
     from .learn.distributed import check_parallel
-    from .learn.run_files import TrainingError, refusal
+    from .learn.run_files import TrainingError, begin, check, resumed_learn
 
-    _learn(args)
+    config = _config(args)
     check_parallel(args.learner)
-    _minutes(args, 5.0)
-    ArmModel.load(args.robot, base=args.base, tip=args.tip)
-    why = refusal(Path(_out(args)), args.resume, args.force)
-    if why:
-        raise TrainingError(why)
+    arm = ArmModel.load(args.robot, base=args.base, tip=args.tip)
+    out = Path(config.out)
+    kind, state = begin(out, args.resume, args.force, "cpu")  # reads, writes nothing
+    if kind == "error":
+        raise TrainingError(state)
+    if kind == "load":  # the checkpoint's arm, shape and learner settings, as a worker checks
+        saved = json.loads(state["config"])
+        check(out, state, saved, arm.fingerprint, config)
+        resumed_learn(saved, config.learn)
+    elif args.init:
+        model_dir.read(args.init)  # a missing or unreadable starting model
 
 
 def _learn(args):
@@ -183,30 +207,55 @@ def _torchrun(args) -> int:
             argv.append(word)
     run = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
     run += ["--nproc-per-node", str(args.nproc), "-m", "robot_ik_nn.train", *argv]
-    # torchrun in a session of its own: a terminal's Ctrl-C reaches this process alone, which
-    # passes it to the workers (they stop between steps and save), not to torchrun, which would
-    # answer it with a traceback; the workers then end as a finished run does
-    proc = subprocess.Popen(run, start_new_session=True)
+    # torchrun in a session of its own (its workers have theirs): a terminal's Ctrl-C reaches
+    # this process alone, which tells the workers through a file that rank 0 watches (they stop
+    # between steps, save and end as a finished run does; a signal could land while a worker is
+    # still importing, and torchrun answers one with a traceback)
+    stop_file = Path(tempfile.mkdtemp(prefix="robot_ik_nn_stop_")) / "stop"
+    env = {**os.environ, STOP_FILE: str(stop_file)}
+    proc = subprocess.Popen(run, start_new_session=True, env=env)
     stopped = False
-    previous = signal.signal(signal.SIGTERM, lambda *_: _interrupt())
+    handled = (signal.SIGTERM, signal.SIGHUP)  # as a Ctrl-C
+    previous = {sig: signal.signal(sig, _interrupt) for sig in handled}
     try:
         while True:
             try:
                 code = proc.wait()
                 break
             except KeyboardInterrupt:
+                if stopped:  # a second one: at once
+                    for pid in _children(proc.pid):
+                        try:
+                            os.killpg(pid, signal.SIGINT)  # each worker leads its own session
+                        except OSError:
+                            pass
                 stopped = True
-                for pid in _children(proc.pid):
-                    try:
-                        os.killpg(pid, signal.SIGINT)  # each worker leads a session of its own
-                    except OSError:
-                        pass
+                stop_file.touch()
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        shutil.rmtree(stop_file.parent, ignore_errors=True)
     return 130 if stopped and code == 0 else code
 
 
-def _interrupt():
+def _watch_stop_file(stop: threading.Event) -> None:
+    """Under ``train --nproc``: set ``stop`` once the launching process creates its stop file
+    (a terminal's Ctrl-C there)."""
+    path = os.environ.get(STOP_FILE)
+    if not path:
+        return
+
+    def watch():
+        while not stop.wait(0.2):
+            if os.path.exists(path):
+                if os.environ.get("RANK", "0") == "0":
+                    print("\nstopping after this step", file=sys.stderr)
+                stop.set()
+
+    threading.Thread(target=watch, daemon=True, name="stop file").start()
+
+
+def _interrupt(*_):
     raise KeyboardInterrupt
 
 
@@ -214,12 +263,12 @@ def _children(pid: int) -> list[int]:
     """The processes whose parent is ``pid`` (Linux's /proc)."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+        try:  # bytes: a process name need not be UTF-8
+            fields = stat.read_bytes().rsplit(b")", 1)[1].split()
+            if int(fields[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
             continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
     return found
 
 

@@ -161,13 +161,13 @@ def read_meta(path: str | Path) -> dict:
     for key in ("fingerprint", "network", "weights_sha256", "base", "tip", "joint_names"):
         if key not in meta:
             raise ModelDirError(f"{path / META} is corrupt: no '{key}'")
-    wrong = _network_problem(meta["network"], len(meta["joint_names"]))
-    if wrong:
-        raise ModelDirError(f"{path / META} is corrupt: its network section has {wrong}")
     if meta.get("format") != FORMAT:
         raise ModelDirError(
             f"{path} has model format {meta.get('format')}; this version reads format {FORMAT}"
         )
+    wrong = _network_problem(meta["network"], len(meta["joint_names"]))
+    if wrong:
+        raise ModelDirError(f"{path / META} is corrupt: its network section has {wrong}")
     return meta
 
 

@@ -114,7 +114,8 @@ def resolve_arguments(session: str, given: dict[str, str]) -> dict[str, str]:
         )
     args = {name: str(given.get(name, arg.default)) for name, arg in known.items()}
     for name, fits, what in (
-        ("view_port", lambda v: v.isdigit() and 1 <= int(v) <= 65535, "a port from 1 to 65535"),
+        ("view_port", lambda v: v.isascii() and v.isdecimal() and 1 <= int(v) <= 65535,
+         "a port from 1 to 65535"),
         ("minutes", lambda v: v == "" or _positive(v), "a number of minutes above 0"),
     ):
         if name in args and not fits(args[name]):
@@ -196,14 +197,17 @@ def _model_arm(model_dir: str) -> dict | None:
     named arm, else the folder's own robot.urdf, with the base and tip links; None when the
     folder cannot be read (the inference node then says why)."""
     from .arm.resources import NAMED_ROBOTS
-    from .model_dir import ModelDirError, read_meta
+    from .model_dir import ARCHIVES, ModelDirError, read, read_meta
 
+    folder = Path(model_dir)
     try:
-        meta = read_meta(model_dir)
+        if folder.is_file() and folder.name.endswith(ARCHIVES):  # exported: its unpacked copy
+            folder = read(folder).path
+        meta = read_meta(folder)
     except ModelDirError:
         return None
     name = meta.get("robot")
-    robot = name if name in NAMED_ROBOTS else str(Path(model_dir) / "robot.urdf")
+    robot = name if name in NAMED_ROBOTS else str(folder / "robot.urdf")
     return {"robot": robot, "base_link": meta.get("base", ""), "tip_link": meta.get("tip", "")}
 
 

@@ -93,6 +93,9 @@ def test_nproc_refuses_once_and_a_terminal_s_ctrl_c_stops_it_cleanly(tmp_path, c
     assert main([*argv, "--resume", "--out", str(tmp_path / "none"), "--steps", "5"]) == 2
     err = capsys.readouterr().err  # refused here, once, before any worker started
     assert err.count("cannot resume") == 1 and "Traceback" not in err, err
+    assert main([*argv, "--device", "foo", "--out", str(tmp_path / "d"), "--steps", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("device 'foo' is not a torch device") == 1 and "Traceback" not in err, err
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "robot_ik_nn.cli", *argv, "--steps", "1000000", "--out", str(out)]
     cmd += ["--quiet", "--checkpoint-every", "0.2"]

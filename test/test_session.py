@@ -90,8 +90,9 @@ def test_bad_arguments_are_named():
         parse_assignments(["robot=niryo_one"])
     with pytest.raises(SessionError, match="params file not found"):
         plan("train", {"params_file": "/nope.yaml"})
-    with pytest.raises(SessionError, match="view_port:=abc is not a port from 1 to 65535"):
-        plan("inference", {"view": "true", "view_port": "abc"})
+    for port in ("abc", "\u00b2", "0", "70000"):
+        with pytest.raises(SessionError, match=f"view_port:={port} is not a port from 1 to"):
+            plan("inference", {"view": "true", "view_port": port})
     with pytest.raises(SessionError, match="minutes:=abc is not a number of minutes above 0"):
         plan("train", {"minutes": "abc"})
 
@@ -231,3 +232,16 @@ def test_deploy_plan_drives_the_arm_through_its_driver_and_a_dry_run_adds_the_em
         plan("deploy", {"arm": "inmoov_right_arm"})
     with pytest.raises(SessionError, match="arm must be one of"):
         plan("deploy", {"arm": "ur5"})
+
+
+def test_an_exported_model_serves_its_own_arm(tmp_path, inmoov):
+    from robot_ik_nn import model_dir
+    from robot_ik_nn.learn.network import IKNet, NetConfig
+
+    net = IKNet.for_arm(inmoov, NetConfig(inmoov.dof, "pose", [8]))
+    folder = model_dir.save(tmp_path / "inmoov", net, inmoov, {"steps": 0})
+    archive = model_dir.export(folder, tmp_path / "inmoov.tar.gz")
+    launched = {name: arg.default for name, arg in ARGUMENTS["inference"].items()}
+    nodes = {n.name: n for n in plan("inference", {**launched, "model_dir": str(archive)})}
+    assert nodes["sim_node"].parameters["robot"] == "inmoov_right_arm"
+    assert nodes["inference_node"].parameters["robot"] == ""

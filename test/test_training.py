@@ -234,15 +234,21 @@ def test_options_a_learner_would_ignore_are_refused(tmp_path):
 
 
 def test_a_fresh_start_over_a_run_leaves_no_checkpoint_to_resume(tmp_path):
-    """--force starts over: a later --resume must not find the old run's checkpoint and mix
-    the two (the new run crashed before its first checkpoint, say)."""
+    """--force starts over: once its first step is done, a crash must not leave the old run's
+    checkpoint for a later --resume to mix in (before its first step, the old run stays)."""
     config = TrainConfig(steps=5, minutes=None, out=str(tmp_path / "r"), hidden=[8])
     Trainer(config, progress=False).run()
-    assert (tmp_path / "r" / CHECKPOINT).exists()
-    Trainer(TrainConfig(**{**config.to_dict(), "seed": 2}), force=True, progress=False)
-    assert not (tmp_path / "r" / CHECKPOINT).exists()
-    with pytest.raises(TrainingError, match="holds no checkpoint.pt"):
-        Trainer(config, resume=True, progress=False)
+    ckpt = tmp_path / "r" / CHECKPOINT
+    seen = []  # at the new run's first row: before its own first checkpoint (every 30 s)
+    again = TrainConfig(**{**config.to_dict(), "seed": 2, "steps": 3, "log_every": 1})
+    def row(_):
+        seen.append(ckpt.exists())
+
+    trainer = Trainer(again, force=True, progress=False, on_metrics=row)
+    assert ckpt.exists()  # not cleared yet: nothing of the new run has happened
+    trainer.run()
+    assert seen[0] is False
+    assert json.loads(torch.load(ckpt, weights_only=True)["config"])["seed"] == 2
 
 
 def test_a_resumed_run_keeps_its_learner_settings(tmp_path):
@@ -266,16 +272,24 @@ def test_a_resumed_run_keeps_its_learner_settings(tmp_path):
 def test_a_stop_before_the_first_step_writes_nothing(tmp_path):
     import threading
 
-    config = TrainConfig(steps=5, minutes=None, out=str(tmp_path / "m"), hidden=[8])
+    config = TrainConfig(steps=60, minutes=None, out=str(tmp_path / "m"), hidden=[8])
     Trainer(config, progress=False).run()
-    before = (tmp_path / "m" / "model.safetensors").read_bytes()
+    folder = tmp_path / "m"
+    before = {f.name: f.read_bytes() for f in folder.iterdir() if f.is_file()}
+    assert {"checkpoint.pt", "metrics.csv", "training_curve.png"} <= set(before)
     stop = threading.Event()
     stop.set()  # Ctrl-C at once, over a trained model (--force)
     trainer = Trainer(TrainConfig(**{**config.to_dict(), "seed": 3}), force=True, stop=stop,
                       progress=False)
     trainer.run()
     assert trainer.interrupted and not trainer.saved and trainer.step == 0
-    assert (tmp_path / "m" / "model.safetensors").read_bytes() == before
+    after = {f.name: f.read_bytes() for f in folder.iterdir() if f.is_file()}
+    assert after == before  # the earlier run whole: its checkpoint, rows and curve too
+    Trainer(TrainConfig(**{**config.to_dict(), "steps": 1, "seed": 3}), force=True,
+            progress=False).run()  # one step: now the earlier run is gone
+    assert not (folder / "checkpoint.pt").exists() or (
+        torch.load(folder / "checkpoint.pt", weights_only=True)["step"] == 1
+    )
 
 
 @pytest.mark.parametrize(

@@ -116,6 +116,14 @@ def test_the_chain_s_numbers_are_checked_naming_the_joint(tmp_path, old, new, me
         ArmModel.load(path)
 
 
+def test_a_prismatic_axis_written_short_is_a_unit_axis(tmp_path):
+    text = urdf().replace('name="j2" type="revolute"', 'name="j2" type="prismatic"')
+    path = tmp_path / "short.urdf"  # 0.99985 long: how vendors write 1/sqrt(2)
+    path.write_text(text.replace('<axis xyz="0 1 0"/>', '<axis xyz="0 0.707 0.707"/>'))
+    joint = ArmModel.load(path).joints[1]
+    assert joint.type == "prismatic" and abs(np.linalg.norm(joint.axis) - 1) < 1e-12
+
+
 def test_xacro_leftovers(tmp_path):
     ns = 'xmlns:xacro="http://www.ros.org/wiki/xacro"'
     declared = urdf(after='<xacro:property name="pi" value="3.14"/>').replace(

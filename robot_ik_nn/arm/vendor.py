@@ -36,7 +36,10 @@ NUMBERS = {  # attributes that hold numbers, in the optional parts
 LIMITS = ("lower", "upper", "effort", "velocity")
 COUNTS = {"xyz": 3, "rpy": 3, "size": 3, "scale": 3, "rgba": 4}  # the others: one number
 DECLARATIONS = {"property", "arg"}  # xacro's that hold no links or joints: left out, said so
-SHORTEST_AXIS = 1e-4  # urchin, which parses the file, turns a shorter axis into x without a word
+SHORTEST_AXIS = 1e-4
+# a prismatic axis this far from length 1 is refused (PyBullet scales the travel by the length,
+# ROS and this package do not); "0.707 0 0.707" (1.5e-4 off) is a unit axis written short
+PRISMATIC_AXIS = 1e-3  # urchin, which parses the file, turns a shorter axis into x without a word
 
 
 class VendorFileError(ValueError):
@@ -123,7 +126,7 @@ def _check_chain(root, source: str) -> None:
                     f"malformed URDF {source}: joint '{name}' has <axis xyz="
                     f'"{axis.get("xyz")}">, too short to give a direction (length {length:g})'
                 )
-            if j.get("type") == "prismatic" and abs(length - 1.0) > 1e-6:
+            if j.get("type") == "prismatic" and abs(length - 1.0) > PRISMATIC_AXIS:
                 raise VendorFileError(
                     f"malformed URDF {source}: prismatic joint '{name}' has <axis xyz="
                     f'"{axis.get("xyz")}"> of length {length:g}; write it as a unit vector '

@@ -194,6 +194,11 @@ class BatchResult:
             if any(p.iterations is None for p in parts)
             else np.concatenate([p.iterations for p in parts])
         )
+        collides = (
+            None
+            if any(p.collides is None for p in parts)
+            else np.concatenate([p.collides for p in parts])
+        )
         return cls(
             np.concatenate([p.q for p in parts]),
             np.concatenate([p.codes for p in parts]),
@@ -202,4 +207,5 @@ class BatchResult:
             sum((p.reason for p in parts), []),
             sum(p.seconds for p in parts),
             its,
+            collides,
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import model_dir
+from . import run_files
 from .learners import LearnConfig
 from .training import TrainConfig, Trainer
 
@@ -47,6 +48,11 @@ def check_parents(parents: list) -> None:
                 f"cannot merge a {first.mode}-mode network ({first.path}) with a "
                 f"{other.mode}-mode one ({other.path})"
             )
+
+
+def _where(parent) -> Path:
+    """Where a parent lives: its folder, or the archive it was unpacked from."""
+    return Path(parent.archive or parent.path).resolve()
 
 
 def merged_arm(parents: list):
@@ -100,7 +106,12 @@ def merge(
     check_parents(parents)
     learn = learn or LearnConfig()
     first = parents[0]
-    start = None if fresh else best_parent(parents, learn)
+    saved = run_files.saved_config(Path(out)) if resume else None
+    if saved is not None:  # resumed: the parent the run started from, not a new choice
+        begun = Path(saved["init"]).resolve() if saved.get("init") else None
+        start = next((p for p in parents if _where(p) == begun), None)
+    else:
+        start = None if fresh else best_parent(parents, learn)
     regions = [p.meta.get("training", {}).get("region") for p in parents]
     arm = merged_arm(parents)
     # each parent's share of targets inside its own joint ranges (None: the merged arm's)
@@ -120,7 +131,7 @@ def merge(
         heads=net.heads,
         tracking=net.tracking,
         learn=learn,
-        init=None if start is None else str(start.path),
+        init=None if start is None else str(_where(start)),
     )
 
     def make(name, arm, net_, learn_config, device, seed_):

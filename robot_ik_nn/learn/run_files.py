@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import shutil
 from dataclasses import fields
 from pathlib import Path
@@ -45,7 +46,9 @@ def refusal(out: Path, resume: bool, force: bool) -> str:
 
 
 def begin(out: Path, resume: bool, force: bool, device) -> tuple[str, object]:
-    """What the folder says to do: ("load", checkpoint), ("fresh", None) or ("error", why)."""
+    """What the folder says to do: ("load", checkpoint), ("fresh", None) or ("error", why).
+    A fresh start over an earlier run clears it (:func:`clear`) once its own first step is done,
+    so a run that stops before that leaves the folder as it was."""
     why = refusal(out, resume, force)
     if why:
         return "error", why
@@ -55,12 +58,16 @@ def begin(out: Path, resume: bool, force: bool, device) -> tuple[str, object]:
             return "load", torch.load(ckpt, map_location=device, weights_only=True)
         except Exception as err:  # noqa: BLE001 - any unreadable checkpoint: one message
             return "error", f"cannot resume: {ckpt} is unreadable ({err})"
-    # a fresh start: no checkpoint, rows, events or curve from an earlier run in this folder
-    ckpt.unlink(missing_ok=True)
+    return "fresh", None
+
+
+def clear(out: Path) -> None:
+    """A fresh start's folder: no checkpoint (a later --resume would go on with the earlier
+    run), rows, events or curve from an earlier run."""
+    (out / CHECKPOINT).unlink(missing_ok=True)
     (out / METRICS).unlink(missing_ok=True)
     (out / model_dir.CURVE).unlink(missing_ok=True)
     shutil.rmtree(out / "tensorboard", ignore_errors=True)
-    return "fresh", None
 
 
 def save(out: Path, state: dict) -> Path:
@@ -69,6 +76,16 @@ def save(out: Path, state: dict) -> Path:
     path = out / CHECKPOINT
     model_dir.atomic_write(path, buffer.getvalue())
     return path
+
+
+def saved_config(out: Path) -> dict | None:
+    """The training settings in ``out``'s checkpoint, or None (no checkpoint, or unreadable:
+    resuming then refuses with the reason)."""
+    try:
+        state = torch.load(out / CHECKPOINT, map_location="cpu", weights_only=True)
+        return json.loads(state["config"])
+    except Exception:  # noqa: BLE001 - begin() says what is wrong when the run resumes
+        return None
 
 
 def resumed_learn(saved: dict, learn):

@@ -132,6 +132,7 @@ class Trainer:
             kind, payload = shared[0]
         if kind == "error":
             raise TrainingError(payload)
+        self._fresh = kind == "fresh"  # the folder's earlier run cleared after the first step
         if kind == "load":  # the run's own learner settings, before the learner is built
             config.learn = run_files.resumed_learn(json.loads(payload["config"]), config.learn)
         torch.manual_seed(config.seed)
@@ -175,7 +176,7 @@ class Trainer:
     # -- the loop -------------------------------------------------------------------------------
     def run(self) -> Path:
         """Train until the budget is spent or ``stop`` is set; returns the model folder."""
-        writer = self._tensorboard()
+        writer = None  # opened at the first row (a fresh start first clears the old events)
         bar = self._bar()
         last_ckpt = time.monotonic()
         started = time.monotonic() - self.elapsed
@@ -193,8 +194,12 @@ class Trainer:
                     metrics = self.learner.step(progress)
                 self.step += 1
                 self.elapsed = time.monotonic() - started
+                if self._fresh and not self.rank:
+                    run_files.clear(self.out)
+                    self._fresh = False
                 if self.step % self.config.log_every == 0:
                     row = {"step": self.step, "time_s": round(self.elapsed, 3), **metrics}
+                    writer = writer or self._tensorboard()
                     self._log(row, writer)
                     if bar is not None:
                         bar.set_postfix_str(

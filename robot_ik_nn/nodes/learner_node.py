@@ -82,7 +82,7 @@ class LearnerNode(Node):
             value = declare(
                 self, f"learn.{item.name}", getattr(learn, item.name), "see LearnConfig", **ro
             )
-            setattr(learn, item.name, type(getattr(learn, item.name))(value))
+            learn.set(item.name, str(value))  # the ranges --learn has (a message, not a crash)
 
         config = TrainConfig(
             robot=robot,

@@ -88,7 +88,8 @@ def run(planned, args=None) -> int:
 # ``python -m`` would put the working folder first on sys.path: a robot_ik_nn/ folder there (a
 # clone of the sources) would be run instead of the installed package
 RUN_CLI = (
-    "import runpy, sys; del sys.path[0]; "
+    "import os, runpy, sys; "
+    "sys.path[:1] = [] if sys.path and sys.path[0] in ('', os.getcwd()) else sys.path[:1]; "
     "runpy.run_module('robot_ik_nn.cli', run_name='__main__')"
 )
 
