@@ -50,6 +50,9 @@ def cmd_solve(args) -> int:
     from .ik.targets import REJECTED
 
     _threads(args.threads)
+    if args.order is not None and args.solutions is None:
+        raise ValueError("--order orders several answers: give --solutions K too")
+    args.order = args.order or "nearest"
     settings = IKSettings(
         **({} if args.refine is None else {"iterations": args.refine}),
         free_axis=args.free_axis,

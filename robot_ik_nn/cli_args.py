@@ -184,9 +184,8 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     s.add_argument(
         "--order",
         choices=ORDERS,
-        default="nearest",
-        help="with --solutions: nearest to mid-range first, farthest from the limits first, or "
-        "most dexterous first",
+        help="with --solutions (default nearest): nearest to mid-range first, farthest from the "
+        "limits first, or most dexterous first",
     )
     s.add_argument(
         "--free-axis",

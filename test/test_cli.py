@@ -117,6 +117,11 @@ def test_view_usage_errors(trained):
     assert run.returncode == 2 and "not both (a model knows its arm)" in run.stderr, run.stderr
 
 
+def test_order_without_solutions_is_refused(trained):
+    run = cli("solve", str(trained), "--xyz", "0.25", "0", "0.2", "--order", "nearest")
+    assert run.returncode == 2 and "give --solutions K too" in run.stderr, run.stderr
+
+
 def test_eval_refuses_a_device_it_cannot_use(trained):
     run = cli("eval", str(trained), "--targets", "10", "--device", "foo")
     assert run.returncode == 2 and "device 'foo': eval runs on cpu" in run.stderr, run.stderr
