@@ -74,8 +74,25 @@ def weights_bytes(net) -> bytes:
 
     state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
     # one metadata entry: safetensors writes a map's entries in no fixed order, and identical
-    # weights must give identical bytes (their SHA-256 names them in model.json and lineage)
-    return save(state, metadata={"format": f"robot_ik_nn {FORMAT}"})
+    # weights must give identical bytes (their SHA-256 names them in model.json and lineage);
+    # the network's settings ride along, so that model.json's copy can be checked against them
+    config = getattr(net, "config", None)
+    network = f" {NETWORK}{json.dumps(config.to_dict(), sort_keys=True)}" if config else ""
+    return save(state, metadata={"format": f"robot_ik_nn {FORMAT}{network}"})
+
+
+NETWORK = "network="
+
+
+def _recorded_network(blob: bytes) -> dict | None:
+    """The network settings saved with the weights (safetensors' header), or None (a folder
+    written before they were)."""
+    try:
+        size = int.from_bytes(blob[:8], "little")
+        entry = json.loads(blob[8 : 8 + size])["__metadata__"]["format"]
+        return json.loads(entry.split(NETWORK, 1)[1]) if NETWORK in entry else None
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None
 
 
 @dataclass
@@ -276,6 +293,14 @@ def read(path: str | Path, arm: ArmModel | None = None) -> ModelFolder:
         raise ModelDirError(f"{path / WEIGHTS} is missing") from err
     if _sha256(blob) != meta["weights_sha256"]:
         raise ModelDirError(f"{path / WEIGHTS} is corrupt: its checksum does not match model.json")
+    recorded = _recorded_network(blob)
+    if recorded is not None and recorded != meta["network"]:
+        changed = sorted(k for k in recorded.keys() | meta["network"].keys()
+                         if recorded.get(k) != meta["network"].get(k))
+        raise ModelDirError(
+            f"{path / META} is corrupt: its network section differs from the one saved with "
+            f"the weights in {', '.join(f'{k} ({recorded.get(k)!r})' for k in changed)}"
+        )
     if arm is None:
         try:
             arm = ArmModel(

@@ -156,6 +156,18 @@ def test_an_edited_network_section_is_named(saved, field, value, message):
         model_dir.read(path)
 
 
+def test_network_settings_edited_to_other_valid_values_are_refused(saved):
+    """The weights carry their network's settings: a yaw_symmetry flipped in model.json (valid
+    types, wrong seeds) is named, not served."""
+    path, _ = saved
+    meta = json.loads((path / "model.json").read_text())
+    meta["network"]["yaw_symmetry"] = not meta["network"]["yaw_symmetry"]
+    (path / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(ModelDirError, match=r"differs from the one saved with the weights in "
+                       r"yaw_symmetry \(True\)"):
+        model_dir.read(path)
+
+
 def test_a_hostile_archive_is_refused(tmp_path):
     import io
     import tarfile
