@@ -96,7 +96,11 @@ def test_watchdog_holds_and_stop_halts_within_one_period(kind, tmp_path):
         time.sleep(0.5)
         assert len(emulator.emulated.goals) <= sent + 1, "kept moving without fresh commands"
         assert "watchdog" in bridge.state()["message"]
+        assert "short of the goal" in bridge.state()["message"]
         assert np.max(np.abs(bridge.joints - far)) > 0.1, "the test goal was too close"
+        assert "outside their limits" in bridge.command(arm.upper + 0.5)  # refused: said so
+        assert bridge.state()["message"].startswith("refusing commands: joints")
+        assert bridge.state()["level"] == 1
 
         # a stream, then ~/stop: no new goal reaches the arm after one command period
         for _ in range(10):
@@ -255,7 +259,13 @@ def test_a_misspelt_field_or_a_range_off_the_urdf_is_refused_by_name(tmp_path, i
     offset = next(ln for ln in tail.splitlines() if ln.strip().startswith("offset:"))
     path = tmp_path / "off.yaml"
     path.write_text(head + "  r_shoulder_out:" + tail.replace(offset, "    offset: 150.0", 1))
-    with pytest.raises(ValueError, match="does not overlap the URDF's limits for r_shoulder_out"):
+    with pytest.raises(ValueError, match="overlaps the URDF's limits by less than 0.001 rad for "
+                       "r_shoulder_out"):
+        Bridge(InMoovSerial(inmoov, "/dev/null", calibration=path))
+    gain = next(ln for ln in tail.splitlines() if ln.strip().startswith("gain:"))
+    flipped = "    gain: " + str(-float(gain.split(":")[1]))  # meets the URDF's range at 0 only
+    path.write_text(head + "  r_shoulder_out:" + tail.replace(gain, flipped, 1))
+    with pytest.raises(ValueError, match="by less than 0.001 rad for r_shoulder_out"):
         Bridge(InMoovSerial(inmoov, "/dev/null", calibration=path))
 
 

@@ -27,6 +27,7 @@ import numpy as np
 from .driver import BadReply, DriverError
 
 LIMIT_TOLERANCE = 1e-6  # rad: a goal this close outside a limit is put on it
+MIN_OVERLAP = 1e-3  # rad (m): a servo range must overlap the URDF's by more than this
 
 
 @dataclass
@@ -54,16 +55,18 @@ class Bridge:
         if hasattr(driver, "joint_limits"):  # the calibration's servo ranges, inside the URDF's
             lo, hi = driver.joint_limits()
             self.lower, self.upper = np.maximum(self.lower, lo), np.minimum(self.upper, hi)
-            apart = [
+            apart = [  # no overlap, or one that is a point (a gain of the wrong sign, say)
                 f"{name} (servo {a:.3f}..{b:.3f} rad, URDF {c:.3f}..{d:.3f} rad)"
-                for name, a, b, c, d, empty in zip(
-                    arm.joint_names, lo, hi, arm.lower, arm.upper, self.lower > self.upper
+                for name, a, b, c, d, narrow in zip(
+                    arm.joint_names, lo, hi, arm.lower, arm.upper,
+                    self.upper - self.lower < MIN_OVERLAP,
                 )
-                if empty
+                if narrow
             ]
             if apart:
                 raise ValueError(
-                    "the calibration's servo range does not overlap the URDF's limits for "
+                    f"the calibration's servo range overlaps the URDF's limits by less than "
+                    f"{MIN_OVERLAP} rad for "
                     + "; ".join(apart)
                     + ": check those servos' offset, gain, min_deg and max_deg"
                 )
@@ -75,6 +78,7 @@ class Bridge:
         self._setpoint = None
         self._moving = False
         self._at_goal = False  # the last setpoint written is the goal itself: holding it
+        self._short = False  # the watchdog stopped the arm before it reached its goal
         self._acted = None  # when the last setpoint was computed
         self.enabled = bool(self.config.start_enabled)
         self.connected = False
@@ -86,6 +90,7 @@ class Bridge:
         self._resumed_at = self.clock()  # with lost_at: goals decided before these are refused
         self.connections = 0
         self.refused = 0
+        self.last_refusal = ""  # why the last goal was refused, until a goal is taken
         self.bad_replies = 0
         self._backoff = self.config.reconnect_min
         self._next_try = 0.0
@@ -115,11 +120,20 @@ class Bridge:
                 since = max(self._resumed_at, -math.inf if self.lost_at is None else self.lost_at)
                 if decided is None or decided > since:
                     self._goal = (np.clip(q, self.lower, self.upper), self.clock())
+                    self.last_refusal = ""
                     return ""
             why = "a goal decided before the last ~/resume or loss of the arm"
 
         self.refused += 1
+        self.last_refusal = why
         return why
+
+    def reached(self, q) -> bool:
+        """Whether the arm holds goal ``q`` (the last setpoint written is that goal)."""
+        with self._lock:
+            goal = self._goal
+        wanted = np.clip(np.asarray(q, float), self.lower, self.upper)
+        return self._at_goal and goal is not None and bool(np.array_equal(goal[0], wanted))
 
     def stop(self) -> None:
         """Hold where the arm is (within one command period) until :meth:`resume`."""
@@ -228,6 +242,7 @@ class Bridge:
             self._setpoint, self._moving, self._at_goal = setpoint, True, False
         elif self._moving:
             self.driver.stop()
+            self._short = not self._at_goal
             self._setpoint, self._moving = None, False
         if not (enabled and fresh):
             self._acted = None
@@ -241,12 +256,18 @@ class Bridge:
             level, message = 2, self.problem or "not connected"
         elif not self.enabled:
             level, message = 1, "holding: stopped (call ~/resume to move)"
+        elif self.last_refusal:  # the commands this arm gets are refused: not "all is well"
+            level, message = 1, f"refusing commands: {self.last_refusal}"
         elif self._moving and not self._at_goal:
             level, message = 0, "moving"
         elif self._moving:
             level, message = 0, "holding: at the goal"
         elif goal is not None and self.config.watchdog and now - goal[1] > self.config.watchdog:
-            level, message = 1, "holding: no fresh command (watchdog)"
+            level, message = (
+                (1, "holding: no fresh command (watchdog), short of the goal")
+                if self._short
+                else (0, "holding: at the goal")
+            )
         else:
             level, message = 0, "holding: waiting for a command"
         return {

@@ -226,8 +226,9 @@ def listed(solver, pt, quat, has_quat, current, k, how, started, patience=None) 
     if status != 0:
         q = None if status == 2 else sols[0].copy()
         pe, re = (np.nan, np.nan) if status == 2 else (errs[0, 0], errs[0, 1])
-        reason = solver._reason(status, why, pt, quat if has_quat else None, pe, re)
-        return [Answer(q, STATUS[status], pe, re, reason, seconds, 0, solver._collides(q))]
+        collides = solver._collides(q)
+        reason = solver._reason(status, why, pt, quat if has_quat else None, pe, re, collides)
+        return [Answer(q, STATUS[status], pe, re, reason, seconds, 0, collides)]
     rank = order(
         solver._model,
         solver.arm.lower,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import layout, outside, policy, seeds
+from . import layout, outside, policy, seeds, targets
 from .inputs import joints, rows, vector
 from .settings import IKSettings
 from .targets import SOLVED, STATUS, Answer, BatchResult, words
@@ -244,8 +244,10 @@ class Solver:
         if status == 0:  # the common case, without words
             return Answer(q, SOLVED, pe, re, "", time.perf_counter() - started, its)
         answer = Answer(None if status == 2 else q, STATUS[status], pe, re, "", 0.0, its)
-        answer.reason = self._reason(status, why, pt, quat if has_quat else None, pe, re)
         answer.collides = self._collides(answer.q)
+        answer.reason = self._reason(
+            status, why, pt, quat if has_quat else None, pe, re, answer.collides
+        )
         answer.seconds = time.perf_counter() - started
         return answer
 
@@ -253,9 +255,11 @@ class Solver:
         """Whether joints ``q`` collide, by this solver's collision model (False without one)."""
         return bool(self.checking and q is not None and self.collisions.in_collision(q))
 
-    def _reason(self, status: int, why, pt, quat, pe, re) -> str:
+    def _reason(self, status: int, why, pt, quat, pe, re, collides: bool = True) -> str:
         """The words for an answer's status: why a target was rejected, or why it was missed
-        and how close the best effort came."""
+        and how close the best effort came (``collides``: whether its joints do)."""
+        if int(why) == targets.COLLIDES and not collides:
+            why = targets.FREE_INSTEAD
         return words(
             int(status),
             int(why),
@@ -314,10 +318,11 @@ class Solver:
         codes = info[:, 0].astype(np.int8)
         reasons, collides = [""] * B, np.zeros(B, bool)
         for i in np.flatnonzero(codes != 0):
-            reasons[i] = self._reason(
-                codes[i], info[i, 1], P[i], Q[i] if has_quat else None, info[i, 2], info[i, 3]
-            )
             collides[i] = codes[i] == 1 and self._collides(q[i])
+            reasons[i] = self._reason(
+                codes[i], info[i, 1], P[i], Q[i] if has_quat else None, info[i, 2], info[i, 3],
+                collides[i],
+            )
         return BatchResult(
             q,
             codes,

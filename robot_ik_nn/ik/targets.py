@@ -29,6 +29,7 @@ STATUS = (SOLVED, BEST_EFFORT, REJECTED)  # indexed by the kernel's status codes
 # answers found within tolerance collide (with the arm itself or an obstacle)
 OK, POSITION_NOT_FINITE, ORIENTATION_NOT_FINITE, NOT_UNIT, TOO_FAR = 0, 1, 2, 3, 4
 OUT_OF_REACH, NOT_FOUND, COLLIDES = 5, 10, 11
+FREE_INSTEAD = 12  # COLLIDES, said of a best effort that is itself collision-free (solver.py)
 REJECTS = OUT_OF_REACH  # codes from 1 up to (not including) this are rejections
 
 
@@ -95,6 +96,11 @@ def reason(
         return "not found: no answer within tolerance (the target is inside the reach bound)"
     if code == COLLIDES:
         return "collides: no collision-free answer was found within tolerance"
+    if code == FREE_INSTEAD:
+        return (
+            "not found: the answers within tolerance collide; this is the closest "
+            "collision-free pose found"
+        )
     return f"unknown verdict {code}"
 
 

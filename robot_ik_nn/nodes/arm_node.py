@@ -102,13 +102,14 @@ class ArmNode(Node):
         )
 
     # -- inputs -----------------------------------------------------------------------------------
-    def _give(self, names, values, decided=None) -> None:
+    def _give(self, names, values, decided=None) -> bool:
         given = dict(zip(names, values))
         missing = [n for n in self.arm.joint_names if n not in given]
         why = (f"command without joints {missing}" if missing
                else self.bridge.command([given[n] for n in self.arm.joint_names], decided))
         if why:
             self.get_logger().warning(f"command refused: {why}", throttle_duration_sec=2.0)
+        return not why
 
     def _decided(self, stamp):
         """When a message's goal was decided, on the bridge's clock (None: unstamped, now). The
@@ -160,9 +161,14 @@ class ArmNode(Node):
         now = self._now()
         goal = self.follower.sample(now)
         if goal is not None:
-            self._give(self.arm.joint_names, goal, self._decided_at)
-            if now - self.follower.start > self.follower.times[-1]:
-                self.follower.clear()  # the last point given: the watchdog judges it from here
+            taken = self._give(self.arm.joint_names, goal, self._decided_at)
+            # past its end, the last point is given until the arm holds it (the arm can lag
+            # the trajectory's timing: a slower velocity_scale, a stale joint state at its
+            # planning), unless the bridge refuses it
+            if now - self.follower.start > self.follower.times[-1] and (
+                not taken or self.bridge.reached(goal)
+            ):
+                self.follower.clear()  # the watchdog judges the arm from here
         self._publish_status()
         joints, read = self.bridge.joints, self.bridge.read_time
         if joints is None or read == self._last_read:
