@@ -257,7 +257,9 @@ def _deploy(args: dict, params: dict) -> list[PlannedNode]:
     inference = PlannedNode(
         "inference_node", "inference_node", parameters=dict(params.get("inference_node", {}))
     )
-    inference.parameters.update(model_dir=args["model_dir"], robot=robot)
+    inference.parameters.update(
+        model_dir=args["model_dir"], robot=robot, calibration=args["calibration"]
+    )
     arm.remappings.append(("target_pose", "/inference_node/target_pose"))
     return nodes + [arm, inference] + _display(robot, args["rviz"])
 

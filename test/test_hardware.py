@@ -291,3 +291,30 @@ def test_a_driver_that_cannot_reach_its_arm_says_where(niryo):
         make_driver("inmoov_serial", ArmModel.load("inmoov_right_arm"))
     with pytest.raises(ValueError, match="unknown driver 'ur5'"):
         make_driver("ur5", niryo)
+
+
+def test_answers_stay_inside_a_narrower_servo_range(tmp_path, inmoov):
+    """The inference node's solver with the arm node's calibration (Solver.within): every
+    answer is one the bridge takes, where the URDF alone would allow goals it refuses."""
+    from robot_ik_nn.ik.solver import Solver
+
+    text = calibration.template(inmoov)
+    head, _, tail = text.partition("  r_shoulder_lift:")
+    path = tmp_path / "narrow.yaml"  # the shoulder's servo kept to 60 of its 180 degrees
+    narrow = tail.replace("max_deg: 180.0", "max_deg: 60.0", 1)
+    path.write_text(head + "  r_shoulder_lift:" + narrow)
+    lo, hi = zip(*(s.joint_range() for s in calibration.load_calibration(path, inmoov)))
+    lo, hi = np.maximum(lo, inmoov.lower), np.minimum(hi, inmoov.upper)
+    assert np.any(hi - lo < inmoov.upper - inmoov.lower - 0.5)  # narrower indeed
+    solver = Solver(inmoov).within(lo, hi)
+    rng = np.random.default_rng(5)
+    q = inmoov.lower + (inmoov.upper - inmoov.lower) * rng.random((200, inmoov.dof))
+    P, _ = solver.forward(q)  # positions of the whole URDF range: many outside the servos'
+    batch = solver.solve_batch(P)
+    answered = batch.q[batch.codes != 2]
+    assert len(answered) == 200 and batch.solved.sum() > 50
+    assert np.all(answered >= lo - 1e-9) and np.all(answered <= hi + 1e-9)
+    single = solver.solve(P[0])
+    assert np.all(single.q >= lo - 1e-9) and np.all(single.q <= hi + 1e-9)
+    with pytest.raises(ValueError, match="do not overlap"):
+        Solver(inmoov).within(inmoov.upper + 1, inmoov.upper + 2)

@@ -228,6 +228,9 @@ def test_deploy_plan_drives_the_arm_through_its_driver_and_a_dry_run_adds_the_em
     dry = plan("deploy", {"arm": "inmoov_right_arm", "dry_run": "true"})
     assert dry[0].command[:3] == ["robot-ik-nn", "emulate", "inmoov_serial"]
     assert dry[1].parameters["port"] == dry[0].command[dry[0].command.index("--link") + 1]
+    given = plan("deploy", {"arm": "inmoov_right_arm", "dry_run": "true", "calibration": "c.yaml"})
+    # the arm node drives with it, and the inference node answers inside its servo ranges
+    assert given[1].parameters["calibration"] == given[2].parameters["calibration"] == "c.yaml"
     with pytest.raises(SessionError, match="needs port:= the serial device"):
         plan("deploy", {"arm": "inmoov_right_arm"})
     with pytest.raises(SessionError, match="arm must be one of"):

@@ -153,6 +153,24 @@ class Solver:
         other._build()
         return other
 
+    def within(self, lower, upper) -> "Solver":
+        """The same network, settings and obstacles with the joints kept inside ``lower`` ..
+        ``upper`` as well as the URDF's limits (a servo's range, narrower than the URDF's):
+        refinement never leaves them, so an answer is one the arm can take."""
+        lo = np.maximum(np.asarray(lower, float), self.arm.lower)
+        hi = np.minimum(np.asarray(upper, float), self.arm.upper)
+        if lo.shape != self.arm.lower.shape or np.any(lo > hi):
+            raise ValueError(
+                f"joint ranges {np.asarray(lower).tolist()}..{np.asarray(upper).tolist()} do "
+                f"not overlap {self.arm.name}'s limits"
+            )
+        other = object.__new__(Solver)
+        other.__dict__.update(self.__dict__)
+        other.arm = self.arm.with_limits(lo, hi)  # the network keeps its own (the URDF's)
+        other._build()
+        other._variants = {}
+        return other
+
     def without_network(self) -> "Solver":
         """The same arm, settings and obstacles, seeded without the network (mid-range and
         restarts)."""

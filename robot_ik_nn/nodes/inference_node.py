@@ -70,6 +70,12 @@ PARAMETERS = {
         RO,
     ),
     "controller": ("arm_controller", "trajectory topic prefix: <controller>/joint_trajectory", RO),
+    "calibration": (
+        "",
+        "InMoov: the servo calibration YAML the arm node drives with; answers stay inside its "
+        "servo ranges ('' = the URDF's limits alone)",
+        RO,
+    ),
     "frame_id": ("", "frame targets must be given in ('' = the arm's base link)", RO),
     "stale_timeout": (0.2, "reject targets stamped longer ago (s)", {"lo": 0.001, "hi": 60.0}),
     "future_tolerance": (
@@ -176,6 +182,12 @@ class InferenceNode(Node):
         )
         # refuses a wrong arm or a corrupt file, with the reason
         self.solver = Solver.load(path, settings, backend=backend, arm=arm)
+        if p["calibration"]:  # answers the arm node's bridge will take: inside the servo ranges
+            from ..hardware.calibration import load_calibration
+
+            servos = load_calibration(p["calibration"], self.solver.arm)
+            lo, hi = zip(*(s.joint_range() for s in servos))
+            self.solver = self.solver.within(lo, hi)
         self.arm = self.solver.arm
         self.names = self.arm.joint_names
         self.frames = {p["frame_id"] or self.arm.base}
