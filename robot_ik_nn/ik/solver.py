@@ -131,9 +131,13 @@ class Solver:
 
     def with_settings(self, **changes) -> "Solver":
         """The same arm and network with some settings changed."""
+        return self._rebuilt(settings=self.settings.replace(**changes))
+
+    def _rebuilt(self, **attrs) -> "Solver":
+        """A copy of this solver with ``attrs`` replaced and its kernel buffers built again."""
         other = object.__new__(Solver)
         other.__dict__.update(self.__dict__)
-        other.settings = self.settings.replace(**changes)
+        other.__dict__.update(attrs)
         other._build()
         other._variants = {}
         return other
@@ -164,12 +168,7 @@ class Solver:
                 f"joint ranges {np.asarray(lower).tolist()}..{np.asarray(upper).tolist()} do "
                 f"not overlap {self.arm.name}'s limits"
             )
-        other = object.__new__(Solver)
-        other.__dict__.update(self.__dict__)
-        other.arm = self.arm.with_limits(lo, hi)  # the network keeps its own (the URDF's)
-        other._build()
-        other._variants = {}
-        return other
+        return self._rebuilt(arm=self.arm.with_limits(lo, hi))  # the network keeps the URDF's
 
     def without_network(self) -> "Solver":
         """The same arm, settings and obstacles, seeded without the network (mid-range and
