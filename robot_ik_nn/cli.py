@@ -131,6 +131,13 @@ def cmd_bench(args) -> int:
         _write(args.out, result, answers.format_table(result))
         print(json.dumps(result, indent=2) if args.json else answers.format_table(result))
         return 0
+    if args.cuda:
+        from .bench import cuda
+
+        result = cuda.measure(args.model, args.cuda_batches, say=say)
+        _write(args.out, result, cuda.markdown(result))
+        print(json.dumps(result, indent=2) if args.json else cuda.format_table(result))
+        return 0
     if args.solutions:
         from .bench import solutions
 

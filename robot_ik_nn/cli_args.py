@@ -261,6 +261,19 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         "through its real protocol, over DDS (needs rclpy)",
     )
     b.add_argument("--hardware-targets", type=_count, default=200, help="targets for --hardware")
+    b.add_argument(
+        "--cuda",
+        action="store_true",
+        help="measure only this: the batched torch solver on the GPU (torch with CUDA), split "
+        "into network alone, first pass and restarts, median of 3 calls per batch",
+    )
+    b.add_argument(
+        "--cuda-batches",
+        type=_count,
+        nargs="+",
+        default=[10_000, 100_000, 1_000_000],
+        help="batch sizes for --cuda",
+    )
     b.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     b.add_argument(
         "--out", help="also write the JSON to this file (and the markdown table beside it)"

@@ -111,3 +111,28 @@ def test_bench_cli_writes_json_and_markdown(niryo_model, tmp_path):
     assert [row["batch"] for row in data["batched"]] == [100, 200]  # 1,000 and 10,000: once
     assert "solved/s" in run.stdout and "measuring:" in run.stderr
     assert out.with_suffix(".md").read_text().startswith("### niryo_one")
+
+
+def test_bench_cuda_splits_the_batched_solver_and_judges_it(niryo_model):
+    """bench --cuda's measurement, run here on the CPU (CI has no GPU); the CLI refuses plainly
+    where torch sees no CUDA device."""
+    import torch
+
+    from robot_ik_nn.bench import cuda
+
+    result = cuda.measure(niryo_model, sizes=(150, 300), device="cpu", calls=1)
+    rows = {(row["part"], row["batch"]): row for row in result["rows"]}
+    assert set(rows) == {(part, n) for part in cuda.PARTS for n in (150, 300)}
+    full, alone = rows["full", 300], rows["network alone", 300]
+    assert full["solve_rate"] >= 0.99 and alone["solve_rate"] < full["solve_rate"]
+    assert rows["first pass (no restarts)", 300]["solve_rate"] <= full["solve_rate"]
+    assert all(r["seconds"] > 0 and len(r["seconds_all"]) == 1 for r in result["rows"])
+    assert "| full | 300 |" in cuda.markdown(result)
+    if not torch.cuda.is_available():
+        run = subprocess.run(
+            [sys.executable, "-m", "robot_ik_nn.cli", "bench", str(niryo_model), "--cuda"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert run.returncode == 2 and "no CUDA device" in run.stderr

@@ -227,6 +227,28 @@ def test_the_torch_solver_follows_the_same_settings(niryo_model, targets):
     np.testing.assert_allclose(alone.q, compiled.q, atol=1e-4)  # torch float32 network vs float64
 
 
+def test_wide_restart_rounds_give_every_seed_at_once(niryo_model, targets):
+    """round_rows, on by default on CUDA, checked here on the CPU: the targets left after the
+    first pass get their seeds in one round, not in rounds of 4, 8, 16 ..."""
+    P, _, Q = targets
+    loaded = model_dir.load(niryo_model)
+    settings = IKSettings(restarts=64)
+    seen = {}
+    for rows in (0, 4096):
+        solver = TorchSolver(loaded.arm, loaded.net, settings, round_rows=rows)
+        refine, sizes = solver.refine, []
+        solver.refine = lambda q, *a, refine=refine, sizes=sizes: sizes.append(len(q)) or refine(
+            q, *a
+        )
+        seen[rows] = solver.solve(P[:300], Q[:300]), sizes
+    (narrow, narrow_sizes), (wide, wide_sizes) = seen[0], seen[4096]
+    assert len(narrow_sizes) > 2, "these targets should need several narrow rounds"
+    assert len(wide_sizes) == 2 and wide_sizes[1] % 64 == 0  # the first pass, then 64 seeds each
+    assert wide.solved.mean() >= narrow.solved.mean() >= 0.99
+    with pytest.raises(ValueError, match="round_rows -1"):
+        TorchSolver(loaded.arm, loaded.net, settings, round_rows=-1)
+
+
 @pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no CUDA device on this machine (CI has none)"
 )

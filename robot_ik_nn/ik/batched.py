@@ -12,6 +12,11 @@ the joints projected onto their limits after each step); targets still unsolved 
 restart seeds side by side, in rounds that double the seeds per target (the same mix as the
 kernel's: the best answer with its stuck joints and a random half redrawn, and uniformly
 random joints), up to ``restarts`` seeds in all. ``iterations=0`` is the network alone.
+
+On a GPU a round costs about the same whether it refines a thousand seeds or a hundred
+thousand (the time goes to launching small kernels), so there a round is widened to fill
+``round_rows`` seeds: the few targets left after the first pass get all their seeds in one or
+two rounds instead of eight. On a CPU, where every seed costs its arithmetic, rounds stay narrow.
 """
 
 from __future__ import annotations
@@ -31,12 +36,27 @@ from .targets import BatchResult
 
 
 class TorchSolver:
-    def __init__(self, arm, net=None, settings: IKSettings | None = None, *, device: str = "cpu"):
+    def __init__(
+        self,
+        arm,
+        net=None,
+        settings: IKSettings | None = None,
+        *,
+        device: str = "cpu",
+        round_rows: int | None = None,
+    ):
+        """``round_rows``: seeds a restart round may hold before it is narrowed to the doubling
+        schedule (4, 8, 16, ... per target); default 2**15 on CUDA, 0 (never widen) on a CPU."""
         self.arm = arm
         self.settings = s = settings or IKSettings()
         self.device = torch.device(device)
         self.net = net.to(self.device).eval() if net is not None else None
         self.kin = Kinematics(arm, torch.float64, self.device)
+        if round_rows is None:
+            round_rows = 1 << 15 if self.device.type == "cuda" else 0
+        if round_rows < 0:
+            raise ValueError(f"round_rows {round_rows}: a number of seeds, 0 or more")
+        self.round_rows = int(round_rows)
         keep = torch.tensor(~arm.continuous, device=self.device) * float(s.margin)
         self.kin.lower, self.kin.upper = self.kin.lower + keep, self.kin.upper - keep
         self.generator = torch.Generator(device=self.device).manual_seed(s.rng_seed)
@@ -176,9 +196,11 @@ class TorchSolver:
             )
             Ja = Ja * (~held).unsqueeze(1)
             JT = Ja.transpose(1, 2)
-            step = torch.linalg.solve(
+            # solve_ex: the damped matrix is positive definite, and the plain solve's check of
+            # that would wait for the device every iteration
+            step = torch.linalg.solve_ex(
                 JT @ Ja + lam[active, None, None] * eye, JT @ ea.unsqueeze(-1)
-            ).squeeze(-1)
+            )[0].squeeze(-1)
             q_new = self.kin.clamp(qa + step)
             e_new, J_new = self._linearise(q_new, p[active], None if R is None else R[active])
             c_new = (e_new * e_new).sum(-1)
@@ -217,6 +239,7 @@ class TorchSolver:
             todo = torch.nonzero(self._unsolved(pe, re)).flatten()
             if len(todo) == 0:
                 break
+            per_round = max(per_round, self.round_rows // len(todo))
             count = min(per_round, s.restarts - used)
             rows = todo.repeat_interleave(count)
             k = torch.arange(count, device=q.device).repeat(len(todo)) + used
