@@ -96,3 +96,34 @@ def test_the_safety_gate_says_what_the_solvers_say(niryo_model):
             assert answer.status == "rejected" and answer.reason == gate, name
         else:  # reach is the solver's to judge; the verdict is the same
             assert answer.status == status, name
+
+
+def test_a_batch_words_its_reasons_when_read_and_keeps_them(niryo_model):
+    """Reasons are worded when read (a million best efforts spent longer on words than on
+    solving), read like a list, survive concatenation and the caller reusing its arrays."""
+    from robot_ik_nn.ik.targets import BatchResult, Reasons
+
+    asked = []
+    lazy = Reasons(4, lambda i: asked.append(i) or f"r{i}")
+    assert asked == [] and len(lazy) == 4
+    assert lazy[1] == "r1" and lazy[-1] == "r3" and lazy[1:3] == ["r1", "r2"]
+    assert lazy == ["r0", "r1", "r2", "r3"] and ["r0", "r1", "r2", "r3"] == lazy
+    assert lazy != ["r0"] and lazy != "r0r1r2r3" and sorted(set(asked)) == [0, 1, 2, 3]
+    assert asked.count(1) == 1  # each worded once
+    with pytest.raises(IndexError, match="reason 4 of a batch of 4"):
+        lazy[4]
+    chained = Reasons.chain([["a", "b"], lazy, []])
+    assert list(chained) == ["a", "b", "r0", "r1", "r2", "r3"] and chained[-4] == "r0"
+
+    solver = Solver.load(niryo_model)
+    P = np.array([[0.7, 0.0, 0.2], [9.0, 9.0, 9.0], [0.0, 0.0, 0.0]])
+    Q = np.tile([0.0, 0.0, 0.0, 1.0], (3, 1))
+    for solve in (solver.solve_batch, TorchSolver(solver.arm).solve):
+        batch = solve(P, Q)
+        P_before = P.copy()
+        P[:] = np.nan  # the caller reuses its buffer before reading a reason
+        assert "outside the reach" in batch.reason[0] and "far outside" in batch.reason[1]
+        assert "not finite" not in " ".join(batch.reason)
+        P[:] = P_before
+        joined = BatchResult.concatenate([batch, batch])
+        assert joined.reason == list(batch.reason) * 2 and joined[4].reason == batch.reason[1]

@@ -118,21 +118,25 @@ class TorchSolver:
         solved = (pe_all <= self.settings.pos_tol) & (re_all <= self.settings.rot_tol)
         status = np.where(rejected, 2, np.where(solved, 0, 1)).astype(np.int8)
         why = np.where(codes == targets.OK, targets.NOT_FOUND, codes)
-        reasons = [""] * B
-        for i in np.flatnonzero(status != 0):
-            reasons[i] = targets.words(
+        arm, tolerance = self.arm, self.settings.quat_tolerance
+        if status.any():  # the caller may reuse its arrays before reading a reason
+            P, Q = P.copy(), None if Q is None else Q.copy()
+
+        def reason(i: int) -> str:
+            return targets.words(
                 int(status[i]),
                 int(why[i]),
                 pe_all[i],
                 re_all[i],
                 P[i],
                 None if Q is None else Q[i],
-                reach=self.arm.reach,
+                reach=arm.reach,
                 origin=self.origin,
-                arm_name=self.arm.name,
-                quat_tolerance=self.settings.quat_tolerance,
+                arm_name=arm.name,
+                quat_tolerance=tolerance,
             )
-        return BatchResult(q_all, status, pe_all, re_all, reasons)
+
+        return BatchResult(q_all, status, pe_all, re_all, targets.Reasons(B, reason))
 
     def _network_seeds(self, R) -> bool:
         """Whether the network seeds these targets: there is one, and it is not a pose network

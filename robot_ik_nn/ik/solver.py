@@ -333,19 +333,25 @@ class Solver:
             info,
         )
         codes = info[:, 0].astype(np.int8)
-        reasons, collides = [""] * B, np.zeros(B, bool)
-        for i in np.flatnonzero(codes != 0):
-            collides[i] = codes[i] == 1 and self._collides(q[i])
-            reasons[i] = self._reason(
-                codes[i], info[i, 1], P[i], Q[i] if has_quat else None, info[i, 2], info[i, 3],
-                collides[i],
-            )
+        collides = np.zeros(B, bool)
+        if self.checking:
+            for i in np.flatnonzero(codes == 1):
+                collides[i] = self._collides(q[i])
+
+        said = (P.copy(), Q.copy()) if codes.any() else (P, Q)  # the caller may reuse its arrays
+
+        def reason(i: int) -> str:
+            if codes[i] == 0:
+                return ""
+            quat = said[1][i] if has_quat else None
+            return self._reason(codes[i], info[i, 1], said[0][i], quat, *info[i, 2:4], collides[i])
+
         return BatchResult(
             q,
             codes,
             info[:, 2].copy(),
             info[:, 3].copy(),
-            reasons,
+            targets.Reasons(B, reason),
             time.perf_counter() - started,
             info[:, 4].astype(np.int64),
             collides,

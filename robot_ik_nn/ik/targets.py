@@ -15,7 +15,10 @@ the reach: its answer is the closest pose found, a best effort that says so.
 
 from __future__ import annotations
 
+import bisect
 import math
+import operator
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,6 +138,55 @@ class Answer:
         return self.status == SOLVED
 
 
+class Reasons(Sequence):
+    """A batch's reasons, each worded when first read (``write(i)``, "" for a solved row).
+
+    Wording one takes a few microseconds of Python; a batch of a million best efforts (the
+    network alone, a sweep of targets partly out of reach) spent longer wording reasons than
+    solving, for words that are mostly never read. Reads like a list of strings, and equals one.
+    """
+
+    def __init__(self, n: int, write):
+        self._n, self._write, self._said = int(n), write, {}
+
+    @classmethod
+    def chain(cls, parts: list) -> "Reasons":
+        """The reasons of several batches, one after another (lists or Reasons)."""
+        starts = np.cumsum([0] + [len(p) for p in parts]).tolist()
+
+        def write(i):
+            k = bisect.bisect_right(starts, i) - 1
+            return parts[k][i - starts[k]]
+
+        return cls(starts[-1], write)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        i = operator.index(i)
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(f"reason {i} of a batch of {self._n}")
+        if i not in self._said:
+            self._said[i] = self._write(i)
+        return self._said[i]
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (str, bytes)) or not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    def __add__(self, other) -> list:
+        return list(self) + list(other)
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
 @dataclass
 class BatchResult:
     """A batch's answers, numpy throughout. Rejected rows have NaN joints and errors."""
@@ -143,7 +195,7 @@ class BatchResult:
     codes: np.ndarray  # (B,) int8: 0 solved, 1 best effort, 2 rejected
     pos_err: np.ndarray  # (B,)
     rot_err: np.ndarray  # (B,)
-    reason: list[str]
+    reason: Sequence[str]  # a list, or Reasons (worded when read)
     seconds: float = math.nan
     iterations: np.ndarray | None = None  # (B,) LM iterations per target, restarts included
     collides: np.ndarray | None = None  # (B,) bool: best efforts whose joints collide
@@ -210,7 +262,7 @@ class BatchResult:
             np.concatenate([p.codes for p in parts]),
             np.concatenate([p.pos_err for p in parts]),
             np.concatenate([p.rot_err for p in parts]),
-            sum((p.reason for p in parts), []),
+            Reasons.chain([p.reason for p in parts]),
             sum(p.seconds for p in parts),
             its,
             collides,
