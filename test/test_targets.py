@@ -1,7 +1,11 @@
 """One validation: the same bad and borderline targets get the same verdict, in the same words,
 from every path that takes targets."""
 
+import gc
+import json
 import math
+import pickle
+import weakref
 
 import numpy as np
 import pytest
@@ -127,3 +131,20 @@ def test_a_batch_words_its_reasons_when_read_and_keeps_them(niryo_model):
         P[:] = P_before
         joined = BatchResult.concatenate([batch, batch])
         assert joined.reason == list(batch.reason) * 2 and joined[4].reason == batch.reason[1]
+        words = list(batch.reason)
+        batch.codes[:], batch.pos_err[:] = 0, 1e3  # the caller edits the result's arrays
+        assert list(batch.reason) == words
+        assert pickle.loads(pickle.dumps(batch)).reason == words
+        assert json.loads(json.dumps(batch.reason.tolist())) == words
+
+    grown = BatchResult.concatenate([batch])
+    for _ in range(2000):  # a result grown one batch at a time stays one level deep
+        grown = BatchResult.concatenate([grown, batch])
+    assert len(grown.reason) == 3 * 2001 and grown.reason[-3] == words[0]
+
+    kept = TorchSolver(solver.arm)
+    alive = weakref.ref(kept)
+    result = kept.solve(P, Q)
+    del kept
+    gc.collect()
+    assert alive() is None and "far outside" in result.reason[1]  # the result keeps no solver

@@ -9,9 +9,9 @@ Every joint's transform is ``origin @ motion(q)``. For a revolute joint about un
 B = origin_R K, C = origin_R K^2 (Rodrigues, K the cross-product matrix of k), so one step
 of the chain costs three broadcast multiply-adds and one batched 3x3 product.
 
-On a GPU the 3x3 products are written out as broadcast multiply-sums: the batched matrix
+On CUDA the 3x3 products are written out as broadcast multiply-sums: the batched matrix
 product's kernels, built for large matrices, spent most of a batched solve's GPU time on them.
-On a CPU they stay matrix products (the faster there).
+Elsewhere they stay matrix products (the written-out form was measured on CUDA only).
 """
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ class Kinematics:
         self.lower = torch.tensor(arm.lower, **t)
         self.upper = torch.tensor(arm.upper, **t)
         self.continuous = torch.tensor(arm.continuous, device=self.device)
-        on_gpu = self.device.type != "cpu"
-        self._mm = _mm if on_gpu else torch.matmul
-        self._mv = _mv if on_gpu else torch.matmul
+        on_cuda = self.device.type == "cuda"
+        self._mm = _mm if on_cuda else torch.matmul
+        self._mv = _mv if on_cuda else torch.matmul
 
     @property
     def dof(self) -> int:

@@ -1,10 +1,12 @@
 """`robot-ik-nn bench MODEL --cuda`: the batched torch solver on a GPU, measured.
 
 For each batch size (10,000 / 100,000 / 1,000,000 held-out targets by default), three calls of
-``TorchSolver.solve`` on the whole batch, timed from the call to the device's last answer; the
-median call is reported. The same batch is also solved by the network alone (``iterations=0``)
-and by the first pass without restarts (``restarts=0``), so that the report shows where the time
-goes. Every answer is judged by the package's own (numpy) forward kinematics, as in every bench.
+``TorchSolver.solve`` on the whole batch, timed from the call to the device's last answer: the
+median call's time is reported, and the last call's answers are judged (the calls differ only
+in their restarts' random numbers). The same batch is also solved by the network alone
+(``iterations=0``) and by the first pass without restarts (``restarts=0``), so that the report
+shows where the time goes. Every answer is judged by the package's own (numpy) forward
+kinematics, as in every bench.
 """
 
 from __future__ import annotations
@@ -34,17 +36,19 @@ def measure(model, sizes=SIZES, *, device="cuda", calls: int = 3, seed: int = 77
     from . import machine
 
     say = say or (lambda text: None)
-    if device.startswith("cuda") and not torch.cuda.is_available():
+    device = torch.device(device)
+    on_cuda = device.type == "cuda"
+    if on_cuda and not torch.cuda.is_available():
         raise ValueError("bench --cuda: this machine has no CUDA device (torch sees none)")
     loaded = model_dir.load(model, device=device)
     judge_with = Solver(loaded.arm)
     pose = loaded.net is None or loaded.net.config.mode == "pose"
     _, P, R = held_out_targets(loaded.arm, max(sizes), seed)
     Q = matrix_to_quaternion(R) if pose else None
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+    sync = (lambda: torch.cuda.synchronize(device)) if on_cuda else (lambda: None)
     out = {
         "robot": loaded.arm.name,
-        "device": torch.cuda.get_device_name(0) if device.startswith("cuda") else "cpu",
+        "device": torch.cuda.get_device_name(device) if on_cuda else str(device),
         "torch": torch.__version__,
         "machine": machine(),
         "calls": calls,

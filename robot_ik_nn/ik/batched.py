@@ -14,14 +14,17 @@ kernel's: the best answer with its stuck joints and a random half redrawn, and u
 random joints), up to ``restarts`` seeds in all. ``iterations=0`` is the network alone.
 
 On a GPU a round costs about the same whether it refines a thousand seeds or a hundred
-thousand (the time goes to launching small kernels), so there a round is widened to fill
-``round_rows`` seeds: the few targets left after the first pass get all their seeds in one or
-two rounds instead of eight. On a CPU, where every seed costs its arithmetic, rounds stay narrow.
+thousand (the time goes to launching small kernels), so there a round is widened to at least
+``round_rows`` seeds (shared by the targets left), and seeds too few for a doubled last round
+join the round before: the few targets the first pass leaves get their seeds in a few wide
+rounds instead of eight narrow ones. On a CPU, where every seed
+costs its arithmetic, rounds stay narrow.
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import torch
@@ -45,8 +48,9 @@ class TorchSolver:
         device: str = "cpu",
         round_rows: int | None = None,
     ):
-        """``round_rows``: seeds a restart round may hold before it is narrowed to the doubling
-        schedule (4, 8, 16, ... per target); default 2**15 on CUDA, 0 (never widen) on a CPU."""
+        """``round_rows``: a restart round is widened to at least this many seeds (shared by
+        the targets left) from the doubling schedule (4, 8, 16, ... per target); default 2**15
+        on CUDA, 0 (never widen) elsewhere."""
         self.arm = arm
         self.settings = s = settings or IKSettings()
         self.device = torch.device(device)
@@ -118,24 +122,16 @@ class TorchSolver:
         solved = (pe_all <= self.settings.pos_tol) & (re_all <= self.settings.rot_tol)
         status = np.where(rejected, 2, np.where(solved, 0, 1)).astype(np.int8)
         why = np.where(codes == targets.OK, targets.NOT_FOUND, codes)
-        arm, tolerance = self.arm, self.settings.quat_tolerance
-        if status.any():  # the caller may reuse its arrays before reading a reason
-            P, Q = P.copy(), None if Q is None else Q.copy()
-
-        def reason(i: int) -> str:
-            return targets.words(
-                int(status[i]),
-                int(why[i]),
-                pe_all[i],
-                re_all[i],
-                P[i],
-                None if Q is None else Q[i],
-                reach=arm.reach,
+        reason = _solved
+        if status.any():  # copies: the caller may reuse its arrays, or edit the result's
+            arm_words = dict(
+                reach=self.arm.reach,
                 origin=self.origin,
-                arm_name=arm.name,
-                quat_tolerance=tolerance,
+                arm_name=self.arm.name,
+                quat_tolerance=self.settings.quat_tolerance,
             )
-
+            kept = status.copy(), why, pe_all.copy(), re_all.copy(), P.copy()
+            reason = partial(_worded, arm_words, *kept, None if Q is None else Q.copy())
         return BatchResult(q_all, status, pe_all, re_all, targets.Reasons(B, reason))
 
     def _network_seeds(self, R) -> bool:
@@ -201,7 +197,7 @@ class TorchSolver:
             Ja = Ja * (~held).unsqueeze(1)
             JT = Ja.transpose(1, 2)
             # solve_ex: the damped matrix is positive definite, and the plain solve's check of
-            # that would wait for the device every iteration
+            # that is one more wait for the device per iteration
             step = torch.linalg.solve_ex(
                 JT @ Ja + lam[active, None, None] * eye, JT @ ea.unsqueeze(-1)
             )[0].squeeze(-1)
@@ -245,6 +241,8 @@ class TorchSolver:
                 break
             per_round = max(per_round, self.round_rows // len(todo))
             count = min(per_round, s.restarts - used)
+            if self.round_rows and s.restarts - used - count < 2 * count:
+                count = s.restarts - used  # no small last round: on a GPU it costs a whole one
             rows = todo.repeat_interleave(count)
             k = torch.arange(count, device=q.device).repeat(len(todo)) + used
             Rt = R[rows] if R is not None else None
@@ -259,3 +257,13 @@ class TorchSolver:
             q[w], pe[w], re[w], best[w] = q_try[c], pe_t[c], re_t[c], score.min(dim=1).values[win]
             used, per_round = used + count, per_round * 2
         return q
+
+
+def _worded(arm_words, status, why, pe, re, P, Q, i: int) -> str:
+    """Row ``i``'s reason (a batch keeps these arrays and words, not the solver)."""
+    quat = None if Q is None else Q[i]
+    return targets.words(int(status[i]), int(why[i]), pe[i], re[i], P[i], quat, **arm_words)
+
+
+def _solved(i: int) -> str:
+    return ""

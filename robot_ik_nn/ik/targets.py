@@ -143,22 +143,27 @@ class Reasons(Sequence):
 
     Wording one takes a few microseconds of Python; a batch of a million best efforts (the
     network alone, a sweep of targets partly out of reach) spent longer wording reasons than
-    solving, for words that are mostly never read. Reads like a list of strings, and equals one.
+    solving, for words that are mostly never read. Reads like a list of strings and equals
+    one; it pickles as one, and ``tolist()`` gives one (for ``json.dumps``, say).
     """
 
     def __init__(self, n: int, write):
         self._n, self._write, self._said = int(n), write, {}
+        self._parts = [self]  # what chain() splices: a chain of chains stays one level deep
 
     @classmethod
     def chain(cls, parts: list) -> "Reasons":
         """The reasons of several batches, one after another (lists or Reasons)."""
-        starts = np.cumsum([0] + [len(p) for p in parts]).tolist()
+        flat = [q for p in parts for q in (p._parts if isinstance(p, Reasons) else [p])]
+        starts = np.cumsum([0] + [len(p) for p in flat]).tolist()
 
         def write(i):
             k = bisect.bisect_right(starts, i) - 1
-            return parts[k][i - starts[k]]
+            return flat[k][i - starts[k]]
 
-        return cls(starts[-1], write)
+        joined = cls(starts[-1], write)
+        joined._parts = flat
+        return joined
 
     def __len__(self) -> int:
         return self._n
@@ -166,22 +171,33 @@ class Reasons(Sequence):
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(self._n))]
-        i = operator.index(i)
-        if i < 0:
-            i += self._n
-        if not 0 <= i < self._n:
+        i = j = operator.index(i)
+        if j < 0:
+            j += self._n
+        if not 0 <= j < self._n:
             raise IndexError(f"reason {i} of a batch of {self._n}")
-        if i not in self._said:
-            self._said[i] = self._write(i)
-        return self._said[i]
+        if len(self._parts) > 1:  # a chain: the parts keep what they have worded
+            return self._write(j)
+        if j not in self._said:
+            self._said[j] = self._write(j)
+        return self._said[j]
+
+    def tolist(self) -> list[str]:
+        return list(self)
 
     def __eq__(self, other) -> bool:
-        if isinstance(other, (str, bytes)) or not isinstance(other, Sequence):
+        if not isinstance(other, (list, Reasons)):
             return NotImplemented
         return len(self) == len(other) and all(a == b for a, b in zip(self, other))
 
     def __add__(self, other) -> list:
         return list(self) + list(other)
+
+    def __radd__(self, other) -> list:
+        return list(other) + list(self)
+
+    def __reduce__(self):
+        return (list, (list(self),))
 
     def __repr__(self) -> str:
         return repr(list(self))
