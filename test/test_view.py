@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -328,3 +329,99 @@ def test_the_page_imports_neither_rclpy_nor_torch():
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
     )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def _args(**given):
+    import argparse
+
+    base = dict(model=None, robot=None, base=None, tip=None, host="127.0.0.1", port=None)
+    base.update(no_collision_check=False, ros=False, learning=False)
+    base.update(given)
+    base["port"] = base["port"] or _free_port()
+    return argparse.Namespace(**base)
+
+
+def test_the_page_refuses_what_it_cannot_serve_and_draws_vendor_meshes(tmp_path):
+    """Found by a walkthrough: the Panda drawn without its meshes (package://meshes/... read as
+    a ROS package called meshes); a busy port silently swapped for the next one; an address
+    that is not this machine's waiting for ever; a branching URDF with no --tip to give."""
+    from robot_ik_nn.arm.model import ArmModel, RobotModelError
+    from robot_ik_nn.arm.resources import pybullet_data_path
+    from robot_ik_nn.view.cli import build
+    from robot_ik_nn.view.urdf import load_urdf
+
+    panda = load_urdf(ArmModel.load("franka_panda"))
+    assert len(panda.scene.geometry) >= 11  # link0..link7, the hand and two fingers
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{taken}"):
+            build(_args(robot="niryo_one", port=taken))
+    with pytest.raises(OSError, match="cannot listen on 192.0.2.1"):  # TEST-NET-1: not ours
+        build(_args(robot="niryo_one", host="192.0.2.1"))
+
+    urdf = pybullet_data_path() / "franka_panda" / "panda.urdf"
+    with pytest.raises(RobotModelError, match="--tip"):
+        build(_args(robot=str(urdf)))
+    page = build(_args(robot=str(urdf), tip="panda_hand"))
+    try:
+        assert page.solver.arm.tip == "panda_hand" and page.answer.status == "solved"
+    finally:
+        page.close()
+    for wrong in (dict(model=str(tmp_path), tip="x"), dict(robot="niryo_one", learning=True)):
+        with pytest.raises(SystemExit) as stop:
+            build(_args(**wrong))
+        assert stop.value.code == 2
+
+
+def test_a_position_model_is_not_asked_for_the_handles_turn(tmp_path):
+    """A position-only network's page solved the handle's orientation too (best efforts after
+    thousands of LM iterations at reachable positions)."""
+    from robot_ik_nn.learn.training import TrainConfig, Trainer
+    from robot_ik_nn.view.cli import build
+
+    out = tmp_path / "position"
+    config = TrainConfig(robot="niryo_one", mode="position", steps=30, minutes=None, out=str(out))
+    Trainer(config, progress=False).run()
+    page = build(_args(model=str(out)))
+    try:
+        assert page.position_only and page.rpy.disabled
+        p, _ = page.solver.forward(page.solver.arm.mid_range + 0.3)
+        page.set_target(p[0], [1.0, 0.0, 0.0, 0.0])  # a turn no arm pose gives there
+        assert page.answer.status == "solved" and "deg" not in page.errors.value
+    finally:
+        page.close()
+
+
+def test_ctrl_c_ends_the_page_with_130_and_ros_without_rclpy_is_named(tmp_path):
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "robot_ik_nn.cli", "view", "--robot", "niryo_one", "--port",
+         str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ, NUMBA_NUM_THREADS="1"),
+    )
+    try:
+        line = ""
+        while not line.startswith("view ready"):
+            line = proc.stdout.readline()
+            assert line, "robot-ik-nn view ended before it was ready"
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in output, output
+    code = (
+        "import sys; sys.modules['rclpy'] = None; from robot_ik_nn.cli import main; "
+        f"sys.exit(main(['view', '--ros', '--robot', 'niryo_one', '--port', '{_free_port()}']))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert run.returncode == 1 and "--ros needs rclpy" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr

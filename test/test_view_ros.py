@@ -169,3 +169,28 @@ def test_training_session_page_shows_the_network_and_the_error_curve(tmp_path):
     finally:
         output = _stop(proc)
     assert "view ready" in output, output[-3000:]
+
+
+def test_ctrl_c_on_the_ros_page_is_quiet():
+    """``view --ros`` on Ctrl-C: rclpy's handler shut the context down under the spinning
+    thread, which printed ExternalShutdownException's traceback (found by a walkthrough)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "robot_ik_nn.cli", "view", "--ros", "--robot", "niryo_one",
+         "--port", str(_free_port())],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=_die_with_parent,
+    )
+    try:
+        line = ""
+        while not line.startswith("view ready"):
+            line = proc.stdout.readline()
+            assert line, "robot-ik-nn view --ros ended before it was ready"
+        time.sleep(1.0)  # the spinning thread at work
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and "Traceback" not in output, output

@@ -66,3 +66,21 @@ def pybullet_data_path() -> Path | None:
     except ImportError:
         return None
     return Path(pybullet_data.getDataPath())
+
+
+def find_mesh(filename: str, dirs) -> Path | None:
+    """A URDF's mesh file name (``package://pkg/...``, ``file://``, relative or absolute) -> the
+    file it names, looked for in ``dirs`` (and each one's parent, with and without the package
+    name's first folder), or None. The one lookup every reader of meshes uses."""
+    name = filename.replace("package://", "").replace("file://", "")
+    if not name:
+        return None
+    if Path(name).is_absolute():
+        return Path(name) if Path(name).is_file() else None
+    tails = [Path(name)] + ([Path(*Path(name).parts[1:])] if len(Path(name).parts) > 1 else [])
+    for d in dirs:
+        for base in (Path(d), Path(d).parent):
+            for tail in tails:
+                if (base / tail).is_file():
+                    return (base / tail).resolve()
+    return None

@@ -20,6 +20,7 @@ import numpy as np
 import pybullet as pb
 
 from ..arm.model import ArmModel
+from ..arm.resources import find_mesh
 from .driver import Driver, DriverError
 
 
@@ -36,14 +37,14 @@ def _loadable_urdf(arm):
         (el, m) for el in root.iter() if el.tag in ("visual", "collision") for m in el.iter("mesh")
     ]
     if Path(arm.source).is_file() and all(
-        _find(m.get("filename", ""), arm.mesh_dirs[:1]) for _, m in meshes
+        _as_pybullet_reads(m.get("filename", ""), arm.mesh_dirs[:1]) for _, m in meshes
     ):
         return None
     missing = set()
     for link in root.iter("link"):
         for el in [e for e in link if e.tag in ("visual", "collision")]:
             for m in el.iter("mesh"):
-                found = _find(m.get("filename", ""), arm.mesh_dirs)
+                found = find_mesh(m.get("filename", ""), arm.mesh_dirs)
                 if found:
                     m.set("filename", str(found))
                 else:
@@ -61,7 +62,9 @@ def _loadable_urdf(arm):
     return tmp
 
 
-def _find(filename: str, dirs) -> Path | None:
+def _as_pybullet_reads(filename: str, dirs) -> Path | None:
+    """The file PyBullet itself finds for a mesh name (``package://`` dropped, relative to the
+    URDF's folder), or None."""
     name = filename.replace("package://", "")
     if Path(name).is_absolute():
         return Path(name) if Path(name).is_file() else None

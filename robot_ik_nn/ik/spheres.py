@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..arm.resources import find_mesh
+
 
 def _origin(el) -> np.ndarray:
     T = np.eye(4)
@@ -158,19 +160,6 @@ def _read_vertices(path: Path) -> np.ndarray:
     return np.asarray(trimesh.load(path, force="mesh").vertices, float)
 
 
-def _find_mesh(filename: str, dirs) -> Path | None:
-    name = filename.replace("package://", "").replace("file://", "")
-    if Path(name).is_absolute():
-        return Path(name) if Path(name).is_file() else None
-    tails = [Path(name)] + ([Path(*Path(name).parts[1:])] if len(Path(name).parts) > 1 else [])
-    for d in dirs:
-        for base in (Path(d), Path(d).parent):
-            for tail in tails:
-                if (base / tail).is_file():
-                    return base / tail
-    return None
-
-
 def _geometry_spheres(geom, dirs, max_spheres: int, mesh_spheres: int, tolerance: float):
     """(4x4 pose in the collision origin, [(centre, radius)]) covering one <geometry>; None when
     the shape cannot be read."""
@@ -187,7 +176,7 @@ def _geometry_spheres(geom, dirs, max_spheres: int, mesh_spheres: int, tolerance
         r = math.hypot(R, h / n)
         return np.eye(4), [(np.array([0, 0, -h + h / n * (2 * i + 1)]), r) for i in range(n)]
     if tag == "mesh":
-        path = _find_mesh(shape.get("filename", ""), dirs)
+        path = find_mesh(shape.get("filename", ""), dirs)
         if path is None:
             warnings.warn(
                 f"collision mesh {shape.get('filename')!r} not found; left out", stacklevel=4

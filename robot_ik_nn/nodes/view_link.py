@@ -16,7 +16,7 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
@@ -66,8 +66,11 @@ class RosLink:
         self.thread.start()
 
     def _spin(self) -> None:
-        while not self._stop.is_set() and rclpy.ok():
-            self.executor.spin_once(timeout_sec=0.05)
+        try:
+            while not self._stop.is_set() and rclpy.ok():
+                self.executor.spin_once(timeout_sec=0.05)
+        except ExternalShutdownException:  # Ctrl-C: rclpy's handler shut the context down
+            pass
 
     # -- from the page to ROS ---------------------------------------------------------------------
     def send_target(self, position, quaternion) -> None:
@@ -124,3 +127,4 @@ class RosLink:
         self.thread.join(timeout=5)
         self.executor.remove_node(self.node)
         self.node.destroy_node()
+        rclpy.try_shutdown()

@@ -21,6 +21,10 @@ def add_parser(sub) -> None:
     )
     v.add_argument("model", nargs="?", help="a model folder or its exported .tar.gz")
     v.add_argument("--robot", help="an arm without a model: a named arm or a URDF path")
+    v.add_argument("--base", help="with --robot: the base link (default: the URDF's root)")
+    v.add_argument(
+        "--tip", help="with --robot: the tip link (default: the only leaf; needed at a branch)"
+    )
     v.add_argument("--host", default="127.0.0.1", help="0.0.0.0 to open it to the network")
     v.add_argument("--port", type=port, default=8080)
     v.add_argument(
@@ -50,6 +54,11 @@ def session_command(session: str, robot: str, model_dir: str, port: str) -> list
     return command + ["--robot", robot] + (["--learning"] if session == "train" else [])
 
 
+def _usage(message: str) -> None:
+    print(f"robot-ik-nn view: error: {message}", file=sys.stderr)
+    raise SystemExit(2)  # a usage error, as argparse's
+
+
 def build(args):
     """The page for ``args`` (its server already listening)."""
     from ..ik.settings import IKSettings
@@ -57,23 +66,23 @@ def build(args):
     from .page import ArmPage
 
     if bool(args.model) == bool(args.robot):
-        print(
-            "robot-ik-nn view: error: "
-            + (
-                "give a model folder or --robot, not both (a model knows its arm)"
-                if args.model
-                else "give a model folder or --robot"
-            ),
-            file=sys.stderr,
+        _usage(
+            "give a model folder or --robot, not both (a model knows its arm)"
+            if args.model
+            else "give a model folder or --robot"
         )
-        raise SystemExit(2)  # a usage error, as argparse's
+    chain = {"base": getattr(args, "base", None), "tip": getattr(args, "tip", None)}
+    if args.model and any(chain.values()):
+        _usage("--base and --tip go with --robot (a model knows its chain)")
+    if getattr(args, "learning", False) and not getattr(args, "ros", False):
+        _usage("--learning shows a ROS learner node's training: give --ros too")
     settings = IKSettings(collision_check=not args.no_collision_check)
     if args.model:
         solver = Solver.load(args.model, settings)
     else:
         from ..arm.model import ArmModel
 
-        solver = Solver(ArmModel.load(args.robot), None, settings)
+        solver = Solver(ArmModel.load(args.robot, **chain), None, settings)
     title = f"{solver.arm.name}, " + (
         f"model {Path(args.model).name}" if args.model else "no network"
     )
@@ -89,11 +98,16 @@ def run(args) -> int:
     except ImportError as err:
         print(f"robot-ik-nn view needs viser and yourdfpy: pip install .[view] ({err})")
         return 1
-    page = build(args)
-    link = None
+    link, RosLink = None, None
     if getattr(args, "ros", False):
-        from ..nodes.view_link import RosLink
-
+        try:
+            from ..nodes.view_link import RosLink
+        except ImportError as err:
+            print(f"robot-ik-nn view --ros needs rclpy: source ROS 2 or pip install the ROS 2 "
+                  f"Python wheels ({err})", file=sys.stderr)
+            return 1
+    page = build(args)
+    if RosLink is not None:
         link = RosLink(page, learning=args.learning)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -52,7 +52,12 @@ class ArmPage:
         self._pose = None  # the target of the last answer (position, xyzw)
         self.follow = None  # set by nodes/view_link.py: targets go to ROS, not this solver
 
+        _can_listen(host, port)
         self.server = server = viser.ViserServer(host=host, port=port, verbose=False)
+        if server.get_port() != port:  # viser moves on to the next free port without a word
+            server.stop()
+            raise OSError(f"cannot listen on {host}:{port}: the port is in use")
+        self.position_only = solver.mode == "position"  # the handle's turn is not asked for
         server.gui.configure_theme(control_width="large", dark_mode=True)
         reach = float(arm.reach)  # the camera frames the arm's reach, from the front left
         server.initial_camera.position = (1.1 * reach, -1.3 * reach, 0.9 * reach)
@@ -81,7 +86,8 @@ class ArmPage:
         self.handle.on_update(self._on_handle)
         for warm_up in (solver, self.alone):  # the first call resolves the compiled entry
             if warm_up is not None:
-                warm_up.solve(p0, wxyz_to_xyzw(w0), current=self.q)
+                asked = None if self.position_only else wxyz_to_xyzw(w0)
+                warm_up.solve(p0, asked, current=self.q)
         self.solve()
 
     # -- the side panel ---------------------------------------------------------------------------
@@ -99,12 +105,21 @@ class ArmPage:
             "alone: its proposal only (IKSettings(iterations=0))",
         )
         self.xyz = gui.add_vector3("target xyz (m)", tuple(p0), step=0.001)
-        self.rpy = gui.add_vector3("target rpy (deg)", _rpy_degrees(w0), step=0.1)
+        self.rpy = gui.add_vector3(
+            "target rpy (deg)",
+            _rpy_degrees(w0),
+            step=0.1,
+            disabled=self.position_only,
+            hint="a position-only model: the tool's orientation is not asked for"
+            if self.position_only
+            else None,
+        )
         self.status = gui.add_text("status", "", disabled=True)
         self.errors = gui.add_text("error", "", disabled=True)
         self.timing = gui.add_text("solve time", "", disabled=True)
         self.reason = gui.add_markdown("")
-        with gui.add_folder("joints (rad)"):
+        units = "rad, m" if any(j.type == "prismatic" for j in self.solver.arm.joints) else "rad"
+        with gui.add_folder(f"joints ({units})"):
             self.joint_fields = [
                 gui.add_number(name, 0.0, step=1e-6, disabled=True)
                 for name in self.solver.arm.joint_names
@@ -151,7 +166,8 @@ class ArmPage:
                 return self.answer
             alone = self.mode.value == ALONE and self.alone is not None
             solver = self.alone if alone else self.solver
-            answer = solver.solve(position, quat, current=None if alone else self.q)
+            asked = None if self.position_only else quat
+            answer = solver.solve(position, asked, current=None if alone else self.q)
             self._pose, self.answer = pose, answer
             if answer.q is not None:
                 self.q = np.array(answer.q, dtype=float)
@@ -173,12 +189,11 @@ class ArmPage:
             self.xyz.value = tuple(float(v) for v in position)
             self.rpy.value = _rpy_degrees(self.handle.wxyz)
             self.status.value = answer.status.replace("_", " ")
+            turned = "" if self.position_only else f", {math.degrees(answer.rot_err):.4f} deg"
             self.errors.value = (
-                "-"
-                if answer.status == REJECTED
-                else f"{answer.pos_err * 1000:.4f} mm, {math.degrees(answer.rot_err):.4f} deg"
+                "-" if answer.status == REJECTED else f"{answer.pos_err * 1000:.4f} mm{turned}"
             )
-            self.timing.value = f"{answer.seconds * 1e6:.0f} us, {answer.iterations} LM iterations"
+            self.timing.value = f"{answer.seconds * 1e6:.0f} µs, {answer.iterations} LM iterations"
             self.reason.content = f"_{answer.reason}_" if answer.reason else ""
         self.server.flush()  # send it now, not at the end of the server's 1/60 s window
 
@@ -211,18 +226,33 @@ class ArmPage:
         return self.server.get_port()
 
     def wait(self, stop: threading.Event | None = None) -> None:
+        """Serve until ``stop`` is set (or Ctrl-C, which propagates once the page is closed)."""
         stop = stop or threading.Event()
         try:
             while not stop.wait(0.5):
                 pass
-        except KeyboardInterrupt:
-            pass
         finally:
             self.close()
 
     def close(self) -> None:
         self.server.stop()
         time.sleep(0.05)
+
+
+def _can_listen(host: str, port: int) -> None:
+    """An OSError that names the address when nothing can listen there (an address that is not
+    this machine's, a name that does not resolve, a busy port): viser would try a thousand
+    ports and then wait for ever."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, address = infos[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as err:
+        raise OSError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
 
 
 def _floor(server, reach: float, cell: float = 0.1) -> None:

@@ -10,10 +10,17 @@ import numpy as np
 
 
 def _filename_handler(mesh_dirs):
-    """Mesh file names (package://, relative or absolute) -> the first file that exists."""
+    """Mesh file names (package://, relative or absolute) -> the first file that exists: the
+    package's one lookup first (yourdfpy's alone took ``package://meshes/...`` for a ROS
+    package called meshes and drew no Panda), then yourdfpy's."""
     import yourdfpy
 
+    from ..arm.resources import find_mesh
+
     def handle(fname: str) -> str:
+        found = find_mesh(fname, mesh_dirs)
+        if found is not None:
+            return str(found)
         for folder in mesh_dirs:
             found = yourdfpy.filename_handler_magic(fname, dir=folder)
             if Path(found).is_file():
