@@ -247,12 +247,18 @@ def _can_listen(host: str, port: int) -> None:
 
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        family, kind, proto, _, address = infos[0]
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind(address)
     except OSError as err:
         raise OSError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+    failed = None
+    for family, kind, proto, _, address in infos:  # localhost: ::1 and 127.0.0.1, say
+        try:
+            with socket.socket(family, kind, proto) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind(address)
+                return
+        except OSError as err:
+            failed = err
+    raise OSError(f"cannot listen on {host}:{port}: {failed.strerror or failed}")
 
 
 def _floor(server, reach: float, cell: float = 0.1) -> None:
