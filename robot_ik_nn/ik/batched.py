@@ -17,8 +17,8 @@ On a GPU a round costs about the same whether it refines a thousand seeds or a h
 thousand (the time goes to launching small kernels), so there a round is widened to at least
 ``round_rows`` seeds (shared by the targets left), and seeds too few for a doubled last round
 join the round before: the few targets the first pass leaves get their seeds in a few wide
-rounds instead of eight narrow ones. On a CPU, where every seed
-costs its arithmetic, rounds stay narrow.
+rounds instead of eight narrow ones. On a CPU, where every seed costs its arithmetic, rounds
+stay narrow.
 """
 
 from __future__ import annotations
