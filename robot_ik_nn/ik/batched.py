@@ -24,7 +24,6 @@ stay narrow.
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import numpy as np
 import torch
@@ -122,17 +121,9 @@ class TorchSolver:
         solved = (pe_all <= self.settings.pos_tol) & (re_all <= self.settings.rot_tol)
         status = np.where(rejected, 2, np.where(solved, 0, 1)).astype(np.int8)
         why = np.where(codes == targets.OK, targets.NOT_FOUND, codes)
-        reason = _solved
-        if status.any():  # copies: the caller may reuse its arrays, or edit the result's
-            arm_words = dict(
-                reach=self.arm.reach,
-                origin=self.origin,
-                arm_name=self.arm.name,
-                quat_tolerance=self.settings.quat_tolerance,
-            )
-            kept = status.copy(), why, pe_all.copy(), re_all.copy(), P.copy()
-            reason = partial(_worded, arm_words, *kept, None if Q is None else Q.copy())
-        return BatchResult(q_all, status, pe_all, re_all, targets.Reasons(B, reason))
+        said = targets.arm_words(self.arm, self.origin, self.settings.quat_tolerance)
+        reasons = targets.batch_reasons(status, why, pe_all, re_all, P, Q, said)
+        return BatchResult(q_all, status, pe_all, re_all, reasons)
 
     def _network_seeds(self, R) -> bool:
         """Whether the network seeds these targets: there is one, and it is not a pose network
@@ -258,12 +249,3 @@ class TorchSolver:
             used, per_round = used + count, per_round * 2
         return q
 
-
-def _worded(arm_words, status, why, pe, re, P, Q, i: int) -> str:
-    """Row ``i``'s reason (a batch keeps these arrays and words, not the solver)."""
-    quat = None if Q is None else Q[i]
-    return targets.words(int(status[i]), int(why[i]), pe[i], re[i], P[i], quat, **arm_words)
-
-
-def _solved(i: int) -> str:
-    return ""

@@ -15,7 +15,6 @@ torch.
 from __future__ import annotations
 
 import time
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -276,16 +275,12 @@ class Solver:
     def _reason(self, status: int, why, pt, quat, pe, re, collides: bool = True) -> str:
         """The words for an answer's status: why a target was rejected, or why it was missed
         and how close the best effort came (``collides``: whether its joints do)."""
-        return _worded(self._arm_words(), status, why, pt, quat, pe, re, collides)
+        if int(why) == targets.COLLIDES and not collides:
+            why = targets.FREE_INSTEAD
+        return words(int(status), int(why), pe, re, pt, quat, **self._arm_words())
 
     def _arm_words(self) -> dict:
-        """What a reason says of the arm (a batch's reasons keep this, not the solver)."""
-        return dict(
-            reach=self.arm.reach,
-            origin=self.origin,
-            arm_name=self.arm.name,
-            quat_tolerance=self.settings.quat_tolerance,
-        )
+        return targets.arm_words(self.arm, self.origin, self.settings.quat_tolerance)
 
     # -- many targets -----------------------------------------------------------------------------
     def solve_batch(
@@ -335,18 +330,16 @@ class Solver:
             for i in np.flatnonzero(codes == 1):
                 collides[i] = self._collides(q[i])
 
-        if codes.any():  # copies: the caller may reuse its arrays, or edit the result's
-            kept = codes.copy(), info[:, 1:4].copy(), collides.copy(), P.copy()
-            quats = Q.copy() if has_quat else None
-            reason = partial(_batch_reason, self._arm_words(), *kept, quats)
-        else:
-            reason = _solved
+        reasons = targets.batch_reasons(
+            codes, info[:, 1], info[:, 2], info[:, 3], P, Q if has_quat else None,
+            self._arm_words(), collides,
+        )
         return BatchResult(
             q,
             codes,
             info[:, 2].copy(),
             info[:, 3].copy(),
-            targets.Reasons(B, reason),
+            reasons,
             time.perf_counter() - started,
             info[:, 4].astype(np.int64),
             collides,
@@ -404,26 +397,6 @@ def _chunks(batch: int) -> int:
     from numba import get_num_threads
 
     return max(1, min(batch, 8 * get_num_threads()))
-
-
-
-def _worded(arm_words: dict, status, why, pt, quat, pe, re, collides: bool = True) -> str:
-    if int(why) == targets.COLLIDES and not collides:
-        why = targets.FREE_INSTEAD
-    return words(int(status), int(why), pe, re, pt, quat, **arm_words)
-
-
-def _batch_reason(arm_words, codes, info, collides, P, Q, i: int) -> str:
-    """Row ``i``'s reason in a batch (``info``: why, position and rotation error per row)."""
-    if codes[i] == 0:
-        return ""
-    why, pe, re = info[i]
-    quat = None if Q is None else Q[i]
-    return _worded(arm_words, codes[i], why, P[i], quat, pe, re, collides[i])
-
-
-def _solved(i: int) -> str:
-    return ""
 
 
 __all__ = ["Solver", "IKSettings", "Answer", "BatchResult"]

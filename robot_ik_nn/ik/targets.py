@@ -20,6 +20,7 @@ import math
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from numba import njit
@@ -201,6 +202,37 @@ class Reasons(Sequence):
 
     def __repr__(self) -> str:
         return repr(list(self))
+
+
+def arm_words(arm, origin, quat_tolerance: float) -> dict:
+    """What a reason says of the arm (the ``**arm`` of :func:`words`)."""
+    return dict(
+        reach=arm.reach, origin=origin, arm_name=arm.name, quat_tolerance=quat_tolerance
+    )
+
+
+def batch_reasons(codes, why, pos_err, rot_err, P, Q, said: dict, collides=None) -> Reasons:
+    """A batch's reasons, worded when read from copies of what they need (the caller may reuse
+    its arrays, or edit the result's; the solver is not kept). ``said``: :func:`arm_words`;
+    ``collides``: per row, whether a best effort's joints collide (None: no collision model)."""
+    if not np.any(codes):
+        return Reasons(len(codes), _solved)
+    kept = [np.array(a, copy=True) for a in (codes, why, pos_err, rot_err, P)]
+    extra = [None if a is None else np.array(a, copy=True) for a in (Q, collides)]
+    return Reasons(len(codes), partial(_row_words, said, *kept, *extra))
+
+
+def _row_words(said, codes, why, pe, re, P, Q, collides, i: int) -> str:
+    if codes[i] == 0:
+        return ""
+    code = int(why[i])
+    if code == COLLIDES and collides is not None and not collides[i]:
+        code = FREE_INSTEAD
+    return words(int(codes[i]), code, pe[i], re[i], P[i], None if Q is None else Q[i], **said)
+
+
+def _solved(i: int) -> str:
+    return ""
 
 
 @dataclass
