@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.arm.rotations import matrix_to_quaternion
 from robot_ik_nn.bench.answers import _score
 from robot_ik_nn.bench.measure import tracking_path
@@ -142,6 +143,22 @@ def test_tracking_a_redundant_arm_beside_a_limit(panda):
     q_path, P, R = tracking_path(panda, solver.forward, 400, seed=101)
     answers = track(solver, P, matrix_to_quaternion(R), q_path[0])
     assert np.abs(np.diff(answers, axis=0)).max() <= 0.2
+
+
+def test_tracking_beside_a_wrist_alignment_does_not_turn_the_wrist():
+    # iiwa path 127, target 307 (found by bench --answers): j1 on its limit, j6 0.07 rad from
+    # aligning j5 and j7. Polished Gauss-Newton steps turned j5 and j7 by 0.36 rad for the last
+    # half millimetre; an answer within the tolerance lies 0.02 rad from the last one
+    solver = Solver(ArmModel.load("kuka_iiwa"))
+    last = np.array(
+        [-2.9668975490536047, -0.9440318929663152, -1.641255300830803, 1.3030179736664906,
+         -0.29651899966789064, -0.0718271241109351, 1.6867298387094467]
+    )  # fmt: skip
+    p = [0.4884983388928333, -0.38597045415120995, 0.7068229478181821]
+    quat = [0.4105526010265133, -0.4835839186574429, 0.7014979162034919, 0.3247981357219201]
+    answer = solver.solve(p, quat, current=last, last=last)
+    assert answer.solved
+    assert np.abs(answer.q - last).max() < 0.1
 
 
 def test_a_continuous_joint_crosses_pi_without_a_turn(slider_arm):

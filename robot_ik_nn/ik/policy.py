@@ -5,9 +5,10 @@ For each target: the verdict of targets.check (a rejected target is not solved a
 mid-range), projected into the limits and judged; otherwise, first answer within tolerance wins:
 
 1. a warm start (the last answer, or the arm's joints) that is already within ``warm_radius``:
-   tracking, where the arm is the best guess (refined ``restart_iterations`` more if need be,
-   then from up to NEAR_TRIES seeds around it: a joint at a limit can stall LM there, and a
-   seed elsewhere risks another branch, a jump of the arm);
+   tracking, where the arm is the best guess (LM damped at least kernel.LAM_TRACK, so that a
+   nearly singular direction does not turn joints far; refined ``restart_iterations`` more if
+   need be, then from up to NEAR_TRIES seeds around it: a joint at a limit can stall LM there,
+   and a seed elsewhere risks another branch, a jump of the arm);
 2. the network's candidates (one per head): the first, in head order, whose tool lands within
    candidates.CLOSE of the target, else the closest; then the others, closest first;
 3. the other warm starts; without network and warm starts, mid-range;
@@ -31,7 +32,9 @@ from . import candidates, targets
 from .collision import free
 from .forward import fk, quat_to_matrix
 from .kernel import (
+    LAM_FAR,
     LAM_NEAR,
+    LAM_TRACK,
     clamp,
     descend,
     near_seed,
@@ -157,17 +160,21 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
                 continue
             first_warm = 1
             pe, re, used = descend(
-                chain, cfg, q, pt, Rt, has_quat, iters, ws, cost, pe, re, LAM_NEAR
+                chain, cfg, q, pt, Rt, has_quat, iters, ws, cost, pe, re, LAM_TRACK, LAM_TRACK
             )
             if pe > pos_tol or re > rot_tol:  # near a limit LM converges slowly, and every
                 # other seed risks another branch (a jump of the arm): go on from here first
-                pe, re, more = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
+                pe, re, more = refine(
+                    chain, cfg, q, pt, Rt, has_quat, restart_iters, ws, LAM_FAR, LAM_TRACK
+                )
                 used += more
             for _ in range(NEAR_TRIES):  # stuck all the same: seeds around it, same branch
                 if pe <= pos_tol and re <= rot_tol:
                     break
                 near_seed(chain, warm[0], NEAR_SPREAD, q, ws[15])
-                pe, re, more = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
+                pe, re, more = refine(
+                    chain, cfg, q, pt, Rt, has_quat, restart_iters, ws, LAM_FAR, LAM_TRACK
+                )
                 used += more
         elif attempt < net_end:  # 2. the network's candidates, closest first
             if attempt == 1:
