@@ -31,7 +31,6 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..arm.model import ArmModel
-from ..ik.seeds import BACKENDS
 from ..ik.settings import ORDERS, IKSettings
 from ..ik.solver import Solver
 from ..ik.targets import BEST_EFFORT, REJECTED, SOLVED, STATUS
@@ -53,105 +52,7 @@ from .common import (
     stamp_seconds,
     status,
 )
-
-CHOICES = 8  # distinct answers searched when the `choose` parameter asks for an order
-
-
-RO = {"read_only": True}
-_IK = IKSettings()
-# the node's parameters: name -> (default, description, options); LIVE ones may change at run
-# time (the node keeps them as attributes of the same name), the others are read-only
-PARAMETERS = {
-    "model_dir": ("", "model folder to serve (required)", RO),
-    "robot": (
-        "",
-        "arm this node commands ('' = the model's own robot.urdf); its fingerprint must match "
-        "the model's",
-        RO,
-    ),
-    "controller": ("arm_controller", "trajectory topic prefix: <controller>/joint_trajectory", RO),
-    "calibration": (
-        "",
-        "InMoov: the servo calibration YAML the arm node drives with; answers stay inside its "
-        "servo ranges ('' = the URDF's limits alone)",
-        RO,
-    ),
-    "frame_id": ("", "frame targets must be given in ('' = the arm's base link)", RO),
-    "stale_timeout": (0.2, "reject targets stamped longer ago (s)", {"lo": 0.001, "hi": 60.0}),
-    "future_tolerance": (
-        0.05,
-        "reject targets stamped further in the future (s)",
-        {"lo": 0.0, "hi": 10.0},
-    ),
-    "joint_limit_margin": (
-        0.02,
-        "kept from every joint limit (rad or m)",
-        {**RO, "lo": 0.0, "hi": 0.5},
-    ),
-    "speed_scale": (
-        1.0,
-        "fraction of the URDF velocity limits used",
-        {**RO, "lo": 0.01, "hi": 1.0},
-    ),
-    "min_duration": (0.0, "shortest trajectory time_from_start (s)", {"lo": 0.0, "hi": 60.0}),
-    "stream": (
-        False,
-        "joint_command carries rate-limited setpoints (for controllers that do not "
-        "interpolate) instead of the solution; the last one is repeated until /joint_states "
-        "shows the arm there (a watchdog's heartbeat)",
-        RO,
-    ),
-    "stream_hold": (
-        5.0,
-        "with stream: seconds the goal is repeated at most while the arm gets there",
-        {"lo": 0.0, "hi": 60.0},
-    ),
-    "stream_rate": (100.0, "setpoint rate with stream (Hz)", {**RO, "lo": 1.0, "hi": 1000.0}),
-    "joint_state_timeout": (
-        0.5,
-        "joint states older than this are not trusted (s)",
-        {"lo": 0.01, "hi": 60.0},
-    ),
-    "refine_iterations": (
-        _IK.iterations,
-        "refinement iterations from the first seed (0: the network alone, nothing more)",
-        {**RO, "lo": 0, "hi": 1000},
-    ),
-    "restarts": (
-        _IK.restarts,
-        "restart seeds for a target not yet solved",
-        {**RO, "lo": 0, "hi": 100000},
-    ),
-    "collision_check": (
-        True,
-        "answers that put the arm into collision with itself are no solutions",
-        RO,
-    ),
-    "collision_margin": (
-        0.0,
-        "with collision_check: every collision sphere grows by this (m)",
-        {**RO, "lo": 0.0, "hi": 0.2},
-    ),
-    "free_axis": (
-        "",
-        "'x', 'y' or 'z': the rotation about this tool axis is left free ('' none)",
-        RO,
-    ),
-    "backend": ("compiled", f"the network's forward pass: {', '.join(BACKENDS)}", RO),
-    "accept_best_effort": (
-        False,
-        "also command answers that miss the 1 mm / 0.01 rad tolerance (never one that collides)",
-        {},
-    ),
-    "choose": (
-        "",
-        "which answer to command when a target has several: '' the first found (fastest); "
-        f"{', '.join(ORDERS)}: the first of up to {CHOICES} distinct answers in that order "
-        "(nearest: to the arm's joints; about a millisecond)",
-        {},
-    ),
-}
-LIVE = [name for name, (_, _, options) in PARAMETERS.items() if not options.get("read_only")]
+from .inference_parameters import CHOICES, LIVE, PARAMETERS
 
 
 class InferenceNode(Node):
