@@ -132,8 +132,10 @@ def test_params_files_use_the_ros_layout_and_name_real_parameters():
 
 
 def _declared(node: str) -> set[str]:
-    """Parameter names a node declares, read from its source: ``declare(node, "name", ...)``
-    calls, and the keys of a module-level ``PARAMETERS = {...}`` table it declares in a loop."""
+    """Parameter names a node declares: ``declare(node, "name", ...)`` calls in its source, and
+    the keys of the ``PARAMETERS`` table its module declares in a loop (wherever it is written)."""
+    import importlib
+
     source = {"sim_node": "arm_node"}.get(node, node)  # sim_node is arm_node with the sim
     tree = ast.parse((ROOT / "robot_ik_nn" / "nodes" / f"{source}.py").read_text())
     called = {
@@ -143,14 +145,8 @@ def _declared(node: str) -> set[str]:
         and getattr(c.func, "id", "") == "declare"
         and isinstance(c.args[1], ast.Constant)
     }
-    table = {
-        key.value
-        for n in tree.body
-        if isinstance(n, ast.Assign)
-        and [getattr(t, "id", "") for t in n.targets] == ["PARAMETERS"]
-        for key in n.value.keys
-    }
-    return called | table
+    module = importlib.import_module(f"robot_ik_nn.nodes.{source}")
+    return called | set(getattr(module, "PARAMETERS", {}))
 
 
 @pytest.mark.parametrize("session", ["train", "inference", "display", "deploy"])
