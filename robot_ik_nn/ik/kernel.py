@@ -26,11 +26,12 @@ from .layout import (
     TYPE,
 )
 
-# LM's first damping: small where the seed is likely near an answer (a network's candidate, a warm
-# start: Gauss-Newton steps finish it in two or three), larger for mid-range and random seeds,
-# whose first full steps overshoot. Chosen over 10,000 random targets on four arms (Niryo One,
-# Panda, iiwa, InMoov): against 1e-3 everywhere, the mean iterations per target fell by 22-43 %;
-# without network, the four arms' time summed was least with 1e-2 (1e-3: 15 % more, 1e-1: 2 %).
+# LM's first damping: small where the seed is likely near an answer (a network's candidate, a
+# warm start other than a tracked one, below: Gauss-Newton steps finish it in two or three),
+# larger for mid-range and random seeds, whose first full steps overshoot. Chosen over 10,000
+# random targets on four arms (Niryo One, Panda, iiwa, InMoov): against 1e-3 everywhere, the mean
+# iterations per target fell by 22-43 %; without network, the four arms' time summed was least
+# with 1e-2 (1e-3: 15 % more, 1e-1: 2 %).
 LAM_NEAR, LAM_FAR = 1e-5, 1e-2
 # From a warm start (tracking) LM's damping starts at and never falls below LAM_TRACK: damped
 # least squares, which leaves the directions the arm moves in well (singular values above ~0.01)
