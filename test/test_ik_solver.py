@@ -316,3 +316,41 @@ def test_answers_repeat_and_bad_joint_or_shape_inputs_are_refused_by_name(niryo_
     for bad in (dict(rng_seed=-1), dict(pos_tol=True), dict(collision_check="no")):
         with pytest.raises(ValueError, match=f"IKSettings.{next(iter(bad))} must"):
             IKSettings(**bad)
+
+
+def test_a_copy_per_thread_answers_as_one_solver_alone(niryo_model, targets):
+    """A solver keeps its scratch between calls, so two threads need two solvers (found by a
+    review: one solver shared by two tracking threads mixed their answers); ``copy`` gives one
+    with buffers of its own."""
+    import sys
+    import threading
+
+    P, _, Q = targets
+    solver = Solver.load(niryo_model).with_obstacles(planes=[((0, 0, 1), -0.5)])
+    other = solver.copy()
+    assert other._scratch is not solver._scratch and other._warm[2] is not solver._warm[2]
+    assert other.collisions.frames is not solver.collisions.frames
+
+    def track(s, order, out):
+        last = None
+        for i in order:
+            last = s.solve(P[i], Q[i], current=last, last=last).q
+            out.append(last)
+
+    alone_a, alone_b, got_a, got_b = [], [], [], []
+    track(solver, range(200), alone_a)
+    track(solver, range(199, -1, -1), alone_b)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads swap as often as they can
+    try:
+        threads = [
+            threading.Thread(target=track, args=(solver, range(200), got_a)),
+            threading.Thread(target=track, args=(other, range(199, -1, -1), got_b)),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(switch)
+    assert all(np.array_equal(x, y) for x, y in zip(got_a + got_b, alone_a + alone_b))

@@ -96,12 +96,44 @@ def test_bad_requests_and_bad_targets(solver, targets):
         solver.solve(P[0], Q[0], solutions=2, order="random")
     with pytest.raises(ValueError, match="iterations is 0"):  # the network alone: one answer
         solver.with_settings(iterations=0).solve(P[0], Q[0], solutions=2)
+    for bad, said in [
+        (dict(solutions=True), "solutions must be"),
+        (dict(solutions=10**12), "solutions must be"),
+        (dict(solutions=2, patience=0), "patience must be"),
+        (dict(solutions=2, current=np.full(6, np.nan)), "current holds joint values"),
+        (dict(solutions=2, last=[0.1] * 5), r"last must be joint values of shape \(6\)"),
+    ]:  # the several-answers path took none of the single answer's checks (found by a review)
+        with pytest.raises(ValueError, match=said):
+            solver.solve(P[0], Q[0], **bad)
     [rejected] = solver.solve([np.nan, 0, 0], Q[0], solutions=4)
     single = solver.solve([np.nan, 0, 0], Q[0])
     assert rejected.status == single.status == "rejected" and rejected.reason == single.reason
     top = solver.origin + [0.0, 0.0, 0.99 * solver.arm.reach]  # inside the bound, out of reach
     [far] = solver.with_settings(solution_attempts=30).solve(top, Q[0], solutions=4)
     assert far.status == "best_effort" and far.q is not None and "closest" in far.reason
+
+
+def test_the_nearest_answer_is_the_one_beside_the_arm_on_a_redundant_arm(panda):
+    """A 7-joint arm has a continuum of answers: ``nearest`` must refine the arm's own joints
+    first, not pick the nearest of those found from other seeds (0.28 rad away, found by a
+    review, with the arm 5 mrad from an exact answer)."""
+    solver = Solver(panda)
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        q = panda.lower + (panda.upper - panda.lower) * (0.2 + 0.6 * rng.random(panda.dof))
+        P, R = solver.forward(q)
+        current = q + rng.normal(0, 0.003, panda.dof)
+        first = solver.solve(P[0], matrix_to_quaternion(R[0]), current=current, solutions=4)[0]
+        assert first.solved and np.abs(first.q - current).max() < 0.02
+
+
+def test_several_answers_keep_a_continuous_joint_beside_the_arm(slider_arm):
+    solver = Solver(slider_arm)  # "spin" is continuous
+    current = np.array([3.10, 0.05, 0.3])
+    P, _ = solver.forward(np.array([3.20, 0.05, 0.3]))
+    answers = solver.solve(P[0], current=current, solutions=3)
+    assert answers[0].solved and abs(answers[0].q[0] - 3.20) < 0.01  # not -3.08: most of a turn
+    assert all(abs(a.q[0] - current[0]) <= np.pi for a in answers)
 
 
 def test_cli_and_bench(niryo_model):

@@ -234,6 +234,12 @@ class CollisionModel:
         names = {name: frame for name, (frame, _) in links.items()}
         return cls(chain, spheres, pairs[keep].reshape(-1, 2), names, disabled)
 
+    def copy(self) -> "CollisionModel":
+        """The same model with scratch buffers of its own (for a solver in another thread)."""
+        return CollisionModel(
+            self.chain, self.spheres, self.pairs, self.links, self.disabled, self.obstacles
+        )
+
     def with_obstacles(self, planes=(), boxes=()) -> "CollisionModel":
         """A copy that also keeps clear of planes (normal, offset: free where n.x > offset) and
         axis-aligned boxes (centre, half sizes), all in the base frame."""

@@ -36,8 +36,8 @@ def joints(value, shape: tuple, name: str) -> np.ndarray:
     ValueError that names them: a NaN or huge warm start would otherwise turn continuous joints
     into garbage answers called solved. Cheap for one target: it runs on every tracking call."""
     if type(value) is np.ndarray and value.shape == shape and value.dtype is _F64:
-        if value @ value <= 1e12 and value.flags.c_contiguous:  # the tracking loop's case
-            return value
+        if value.ndim == 1 and value @ value <= 1e12 and value.flags.c_contiguous:
+            return value  # the tracking loop's case
     a = np.asarray(value, dtype=float)
     fits = a.shape == shape if -1 not in shape else (
         a.ndim == len(shape) and all(w in (-1, g) for w, g in zip(shape, a.shape))

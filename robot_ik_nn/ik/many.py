@@ -1,13 +1,17 @@
 """Several distinct answers for one target, compiled, and the orders they are returned in.
 
-The search seeds the same limit-aware LM as the single answer (policy.py): the network's
-candidates first (each head tends to learn its own branch: elbow up or down, wrist flipped or
-not), mid-range without a network, then uniformly random joints. Every answer within tolerance
+The search seeds the same limit-aware LM as the single answer (policy.py): the warm starts first
+(the previous answer and the arm's joints, so that ``nearest`` finds the answer beside the arm
+even on a 7-joint arm, whose answers form a continuum), then the network's candidates (each
+head tends to learn its own branch: elbow up or down, wrist flipped or not), mid-range without a
+network, then uniformly random joints. Every answer within tolerance
 is compared with those kept so far: it is new when some joint differs by more than
 ``threshold`` (radians; metres for a prismatic joint; continuous joints compared modulo 2 pi).
 The search stops when ``k`` distinct answers are kept, after ``attempts`` seeds, or once
 ``patience`` seeds in a row brought nothing new (the solver passes a quarter of ``attempts``, at
-least 20; a brute-force search passes ``attempts``: it never stops early).
+least 20; a brute-force search passes ``attempts``: it never stops early). Continuous joints of
+every answer are turned by whole turns to lie within pi of the freshest warm start, as the single
+answer's are (``policy._beside``): the arm is never sent most of a turn for a small move.
 
 Orders (``ORDERS``): ``nearest`` to a reference (the arm's joints; mid-range without them),
 ``mid_range`` (farthest from the limits first: joints normalised by their half range), and
@@ -25,7 +29,16 @@ from numba import njit
 from . import candidates, outside, targets
 from .collision import free
 from .forward import fk, quat_to_matrix
-from .kernel import LAM_FAR, LAM_NEAR, clamp, refine, restart_seed, start_stream, weighted
+from .kernel import (
+    LAM_FAR,
+    LAM_NEAR,
+    LAM_TRACK,
+    clamp,
+    refine,
+    restart_seed,
+    start_stream,
+    weighted,
+)
 from .layout import (
     CONTINUOUS,
     ITERS,
@@ -39,7 +52,7 @@ from .layout import (
     parts,
     views,
 )
-from .policy import _mid_range, verdict
+from .policy import _beside, _mid_range, verdict
 from .settings import ORDERS
 from .targets import STATUS, Answer
 
@@ -66,6 +79,7 @@ def solve_many(
     has_quat,
     cur,
     has_cur,
+    warm,
     seed,
     has_seed,
     attempts,
@@ -79,6 +93,7 @@ def solve_many(
     (status, why, count): count answers within tolerance (and free, with a collision model), or
     (count 0) the best effort in ``sols[0]``: the closest free pose found, else the closest
     colliding one (why: targets.COLLIDES). Status 0 solved, 1 best effort, 2 rejected.
+    ``warm`` (S, dof): warm starts, the freshest first, tried before any other seed.
     ``seed``: the network's candidates when computed outside the kernel (``has_seed``), as in
     policy.py."""
     chain, cfg, meta, sizes = parts(model)
@@ -101,20 +116,26 @@ def solve_many(
     iters = max(int(cfg[ITERS]), int(cfg[RESTART_ITERS]))
     count, best_score, bpe, bre = 0, np.inf, np.nan, np.nan
     fallback, fb_score, fpe, fre, hit = np.empty(n), np.inf, np.nan, np.nan, False
-    last_new = 0
-    for attempt in range(max(attempts, heads + 1)):
-        if attempt < heads:
-            if attempt == 0:
-                candidates.ranked(
-                    model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws
-                )
-            q[:] = netq[candidates.next_best(ws[17])]
-        elif attempt == 0:
-            _mid_range(chain, q)
+    last_new, n_warm = 0, warm.shape[0]
+    for attempt in range(n_warm + max(attempts, heads + 1)):
+        a = attempt - n_warm
+        if a < 0:  # as in tracking (policy.py): damping kept up, no wander along the self-motion
+            q[:] = warm[attempt]
+            clamp(chain, q)
+            pe, re, _ = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws, LAM_TRACK, LAM_TRACK)
         else:
-            restart_seed(chain, best, False, q, ws[15])
-        lam = LAM_NEAR if attempt < heads else LAM_FAR  # kernel.py: the first damping
-        pe, re, _ = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws, lam)
+            if a < heads:
+                if a == 0:
+                    candidates.ranked(
+                        model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws
+                    )
+                q[:] = netq[candidates.next_best(ws[17])]
+            elif a == 0:
+                _mid_range(chain, q)
+            else:
+                restart_seed(chain, best, False, q, ws[15])
+            lam = LAM_NEAR if a < heads else LAM_FAR  # kernel.py: the first damping
+            pe, re, _ = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws, lam)
         exact, score = pe <= pos_tol and re <= rot_tol, weighted(pe, re, w)
         # as in policy.py: an answer that collides is no solution, and the best effort is the
         # closest free pose; only when nothing free turned up, the closest colliding one, said so
@@ -122,6 +143,8 @@ def solve_many(
             ok = not checking or free(chain, spheres, pairs, obstacles, q)
             if exact and ok:
                 clamp(chain, q)
+                if n_warm > 0:
+                    _beside(chain, q, warm[0])
                 new = True
                 for s in range(count):
                     if joint_gap(chain, q, sols[s]) <= threshold:
@@ -147,6 +170,8 @@ def solve_many(
             best[:] = fallback
             bpe, bre, hit = fpe, fre, True
         sols[0], errs[0, 0], errs[0, 1] = best, bpe, bre
+        if n_warm > 0:
+            _beside(chain, sols[0], warm[0])
         missed = targets.NOT_FOUND if code == targets.OK else code
         return 1, targets.COLLIDES if hit else missed, 0
     return 0, targets.OK, count
@@ -185,11 +210,17 @@ def order(model, chain_lo, chain_hi, continuous, Q, how: str, reference=None) ->
     return np.argsort(np.linalg.norm(d, axis=1), kind="stable")
 
 
-def listed(solver, pt, quat, has_quat, current, k, how, started, patience=None) -> list:
+MOST = 100_000  # answers one call may ask for (each takes a row, allocated up front)
+
+
+def listed(solver, pt, quat, has_quat, current, last, k, how, started, patience=None) -> list:
     """``Solver.solve(..., solutions=k, order=how)``: the search above, then the order, as
-    ``Answer`` objects (one item, the best effort or the rejection, when nothing is solved)."""
-    if not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"solutions must be a whole number of at least 1; got {k!r}")
+    ``Answer`` objects (one item, the best effort or the rejection, when nothing is solved).
+    ``current`` and ``last``: checked joint arrays, or None."""
+    if not _whole(k) or not 1 <= k <= MOST:
+        raise ValueError(f"solutions must be a whole number from 1 to {MOST:,}; got {k!r}")
+    if patience is not None and (not _whole(patience) or patience < 1):
+        raise ValueError(f"patience must be a whole number of at least 1; got {patience!r}")
     if how not in ORDERS:
         raise ValueError(f"order must be one of {', '.join(ORDERS)}; got {how!r}")
     if not solver.settings.refines:
@@ -203,6 +234,10 @@ def listed(solver, pt, quat, has_quat, current, k, how, started, patience=None) 
         solver._cur[:] = current
     rotation = quat if has_quat else None
     has_seed = solver._outside and outside.one_seed(solver, pt, rotation, current)
+    fresh = [w for w in (last, current) if w is not None]
+    if len(fresh) == 2 and np.array_equal(fresh[0], fresh[1]):
+        fresh = fresh[:1]
+    warm = np.array(fresh, dtype=float).reshape(len(fresh), n)
     sols, errs = np.zeros((int(k), n)), np.zeros((int(k), 2))
     attempts = max(solver.settings.solution_attempts, int(k))
     status, why, count = solve_many(
@@ -213,6 +248,7 @@ def listed(solver, pt, quat, has_quat, current, k, how, started, patience=None) 
         has_quat,
         solver._cur,
         has_cur,
+        warm,
         solver._seed,
         has_seed,
         attempts,
@@ -241,3 +277,7 @@ def listed(solver, pt, quat, has_quat, current, k, how, started, patience=None) 
     return [
         Answer(sols[i].copy(), STATUS[0], errs[i, 0], errs[i, 1], "", seconds, 0) for i in rank
     ]
+
+
+def _whole(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)

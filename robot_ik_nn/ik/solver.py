@@ -10,6 +10,11 @@ One target costs one compiled call (the network included, with the ``compiled`` 
 is one compiled call that runs every target in parallel over all cores. With the ``numpy`` and
 ``onnx`` backends the network runs first, outside the kernel (outside.py). Nothing here imports
 torch.
+
+One solver per thread: a solver keeps its scratch buffers between calls (allocating them per
+call would cost more than a tracked answer), so two threads calling one solver at once can mix
+their answers. ``solver.copy()`` gives another with buffers of its own; ``solve_batch`` already
+runs a batch on every core.
 """
 
 from __future__ import annotations
@@ -133,6 +138,14 @@ class Solver:
         """The same arm and network with some settings changed."""
         return self._rebuilt(settings=self.settings.replace(**changes))
 
+    def copy(self) -> "Solver":
+        """Another solver with the same arm, network and settings, and buffers of its own: one
+        for each thread that solves (a solver is not to be called from two threads at once)."""
+        other = self._rebuilt()
+        if getattr(other, "collisions", None) is not None:
+            other.collisions = other.collisions.copy()
+        return other
+
     def _rebuilt(self, **attrs) -> "Solver":
         """A copy of this solver with ``attrs`` replaced and its kernel buffers built again."""
         other = object.__new__(Solver)
@@ -224,16 +237,18 @@ class Solver:
                 f"got {position!r} and {quaternion!r}"
             )
         has_quat = quaternion is not None
-        if solutions is not None:
-            from .many import listed
-
-            return listed(self, pt, quat, has_quat, current, solutions, order, started, patience)
         if current is not None:
             checked = joints(current, self._dof, "current")
             last = checked if last is current else last  # one array given for both: one check
             current = checked
         if last is not None and last is not current:
             last = joints(last, self._dof, "last")
+        if solutions is not None:
+            from .many import listed
+
+            return listed(
+                self, pt, quat, has_quat, current, last, solutions, order, started, patience
+            )
         first = last if last is not None else current  # the freshest warm start
         if first is None:
             warm = self._warm[0]
@@ -388,7 +403,7 @@ def _compiled_entry(dispatcher, args):
 
     result = dispatcher(*args)
     signature = tuple(typeof(a) for a in args)
-    compiled = dispatcher.overloads.get(signature)
+    compiled = getattr(dispatcher, "overloads", {}).get(signature)  # none: NUMBA_DISABLE_JIT
     return (dispatcher if compiled is None else compiled.entry_point), result
 
 
