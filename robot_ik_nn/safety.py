@@ -26,8 +26,8 @@ _NOWHERE = np.zeros(3)
 
 @dataclass(frozen=True)
 class JointBounds:
-    lower: np.ndarray
-    upper: np.ndarray
+    lower: np.ndarray  # -inf for a continuous joint: any angle is fine
+    upper: np.ndarray  # +inf for a continuous joint
     velocity: np.ndarray  # rad/s (or m/s), finite and positive
     margin: np.ndarray | float = 0.0  # kept from each limit (0 for continuous joints)
 
@@ -35,7 +35,9 @@ class JointBounds:
     def from_arm(
         cls, arm, margin: float = 0.0, speed_scale: float = 1.0, default_velocity: float = 1.0
     ):
-        """Bounds from an arm model; joints without a velocity limit get ``default_velocity``."""
+        """Bounds from an arm model; joints without a velocity limit get ``default_velocity``.
+        A continuous joint has no position bound: the solver answers it within pi of the arm's
+        joints (never a turn away), which can lie past the model's [-pi, pi]."""
         if not 0 < speed_scale <= 1:
             raise ValueError(f"speed_scale must be in (0, 1], got {speed_scale}")
         if not (math.isfinite(margin) and margin >= 0):
@@ -45,7 +47,9 @@ class JointBounds:
             * speed_scale
         )
         margins = np.where(arm.continuous, 0.0, float(margin))
-        bounds = cls(arm.lower.copy(), arm.upper.copy(), vel, margins)
+        lower = np.where(arm.continuous, -np.inf, arm.lower)
+        upper = np.where(arm.continuous, np.inf, arm.upper)
+        bounds = cls(lower, upper, vel, margins)
         if np.any(bounds.lo > bounds.hi):
             raise ValueError(f"margin {margin} leaves no room inside the joint limits")
         return bounds

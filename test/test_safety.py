@@ -90,6 +90,12 @@ def test_continuous_joints_get_no_margin():
     bounds = JointBounds.from_arm(arm, margin=0.1)
     assert gate_command([math.pi - 0.01], [0.0], bounds) is not None
     assert bounds.velocity[0] == 1.0  # no velocity limit in the URDF: a conservative default
+    # past pi: the solver answers a continuous joint within pi of the arm's joints (found by a
+    # review: every target past pi was refused, with the arm at 3.10 rad and the answer 3.20)
+    cmd = gate_command([3.20], [3.10], bounds)
+    assert cmd is not None and cmd.positions[0] == 3.20 and cmd.duration < 0.2
+    assert stream_step([3.15], [3.20], bounds, 0.01)[0] == pytest.approx(3.16)
+    assert gate_command([np.inf], [3.10], bounds) is None
 
 
 def test_bad_bounds_are_refused():

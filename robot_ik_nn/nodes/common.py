@@ -23,6 +23,15 @@ RELIABLE = QoSProfile(
     durability=DurabilityPolicy.VOLATILE,
     history=HistoryPolicy.KEEP_LAST,
 )
+# Readings of the arm (/joint_states): a best-effort subscription matches a reliable publisher
+# and a best-effort one (drivers publish either; a reliable subscription misses the second and
+# would only say "no joint state yet"). A lost reading is replaced by the next.
+READINGS = QoSProfile(
+    depth=10,
+    reliability=ReliabilityPolicy.BEST_EFFORT,
+    durability=DurabilityPolicy.VOLATILE,
+    history=HistoryPolicy.KEEP_LAST,
+)
 
 
 def declare(

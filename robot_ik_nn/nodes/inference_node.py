@@ -31,6 +31,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..arm.model import ArmModel
+from ..ik.inputs import joints
 from ..ik.settings import ORDERS, IKSettings
 from ..ik.solver import Solver
 from ..ik.targets import BEST_EFFORT, REJECTED, SOLVED, STATUS
@@ -43,6 +44,7 @@ from ..safety import (
     stream_step,
 )
 from .common import (
+    READINGS,
     RELIABLE,
     declare,
     duration_msg,
@@ -111,7 +113,7 @@ class InferenceNode(Node):
         )
         self.quat_pub = self.create_publisher(Float64MultiArray, "~/joint_quaternions", RELIABLE)
         self.status_pub = self.create_publisher(DiagnosticArray, "~/status", RELIABLE)
-        self.create_subscription(JointState, "/joint_states", self.on_joint_states, RELIABLE)
+        self.create_subscription(JointState, "/joint_states", self.on_joint_states, READINGS)
         self.create_subscription(PoseStamped, "~/target_pose", self.on_target, RELIABLE)
         if self.stream:
             self.create_timer(self.stream_dt, self.on_stream_tick)
@@ -131,18 +133,18 @@ class InferenceNode(Node):
         if missing:  # kept for the reason a target gets, should no usable state follow
             self.joint_problem = f"the last /joint_states lacked {', '.join(missing)}"
             return
-        q = np.array([given[n] for n in self.names], dtype=float)
-        if not np.all(np.isfinite(q)):
-            self.joint_problem = "the last /joint_states had non-finite positions"
+        try:  # the solver's own check of joint values: what it would refuse is not kept
+            q = joints([given[n] for n in self.names], (self.arm.dof,), "/joint_states")
+        except ValueError as error:  # where the arm is is unknown until a usable reading
+            self.current, self.joint_problem = None, f"the last {error}"
             return
         self.current, self.joint_problem = (q, time.monotonic()), ""
 
     def _current_joints(self):
         why = f"; {self.joint_problem}" if self.joint_problem else ""
         if self.current is None:
-            return None, (
-                "no joint state yet on /joint_states for joints " + ", ".join(self.names) + why
-            )
+            what = "no usable joint state" if self.joint_problem else "no joint state yet"
+            return None, f"{what} on /joint_states for joints {', '.join(self.names)}{why}"
         q, at = self.current
         if time.monotonic() - at > self.joint_state_timeout:
             return None, f"joint states are stale (last {time.monotonic() - at:.2f} s ago){why}"
@@ -178,8 +180,8 @@ class InferenceNode(Node):
             return self.report(REJECTED, reason, started)
         if self.choose:
             answer = self.solver.solve(
-                np.array(position), np.array(quat), current=current, solutions=CHOICES,
-                order=self.choose,
+                np.array(position), np.array(quat), current=current, last=self.last_solution,
+                solutions=CHOICES, order=self.choose,
             )[0]  # fmt: skip
         else:
             answer = self.solver.solve(
