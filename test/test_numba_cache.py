@@ -57,6 +57,17 @@ def test_numba_cache_dir_is_followed(tmp_path, monkeypatch):
     assert not (folder / "__pycache__").exists()  # numba would not look there
 
 
+def test_an_unwritable_numba_cache_dir_falls_back_where_numba_does(tmp_path, monkeypatch):
+    """numba tries NUMBA_CACHE_DIR, then __pycache__, then its user-wide folder: the digest must
+    guard the folder numba really writes to (a review found the first alone was tried)."""
+    from numba.core import config
+
+    folder = fake_tree(tmp_path)
+    (tmp_path / "a_file").write_text("")  # a folder below a file: unwritable, even for root
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path / "a_file" / "cache"))
+    assert numba_cache.cache_folder(str(folder)) == folder / "__pycache__"
+
+
 def test_the_package_sources_have_a_digest_beside_the_cache():
     place = numba_cache.cache_folder()
     assert (place / numba_cache.STAMP).read_text() == numba_cache.sources_digest()

@@ -8,8 +8,9 @@ folder beside numba's cache files, and drops those files (``*.nbi``, ``*.nbc``; 
 when the digest no longer matches. A release installed by pip writes fresh files and compiles
 afresh anyway; this guards a working copy.
 
-The folder is the one numba itself picks, by the same rules: ``NUMBA_CACHE_DIR`` when set, else
-``__pycache__`` beside the sources when writable, else numba's user-wide cache folder.
+The folder is the one numba itself picks, by the same rules: the first writable of
+``NUMBA_CACHE_DIR`` (when set), ``__pycache__`` beside the sources, and numba's user-wide cache
+folder.
 """
 
 from __future__ import annotations
@@ -35,15 +36,13 @@ def cache_folder(folder: str = HERE) -> Path | None:
     """Where numba caches the functions of ``folder`` (created here, as numba would), or None
     when it cannot cache them at all."""
     from numba.core import config
+    from numba.misc.appdirs import AppDirs
 
     sub = f"{os.path.basename(folder)}_{hashlib.sha1(folder.encode()).hexdigest()}"
-    if config.CACHE_DIR:
-        places = [Path(config.CACHE_DIR) / sub]
-    else:
-        from numba.misc.appdirs import AppDirs
-
-        user = AppDirs(appname="numba", appauthor=False).user_cache_dir
-        places = [Path(folder) / "__pycache__", Path(user) / sub]
+    user = AppDirs(appname="numba", appauthor=False).user_cache_dir
+    places = [Path(folder) / "__pycache__", Path(user) / sub]
+    if config.CACHE_DIR:  # first; numba falls back to the others when it cannot write there
+        places.insert(0, Path(config.CACHE_DIR) / sub)
     for place in places:
         try:
             place.mkdir(parents=True, exist_ok=True)
