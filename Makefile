@@ -15,7 +15,7 @@ STAMP       := $(VENV)/.installed
 ROS_WHEELS  := 'ros-rclpy[fastrtps]' ros-std-msgs ros-sensor-msgs ros-geometry-msgs ros-trajectory-msgs \
                ros-visualization-msgs ros-diagnostic-msgs ros-std-srvs
 
-.PHONY: install venv test lint train clean
+.PHONY: install venv test lint train screenshots clean
 
 # the venv, rebuilt (not wiped) when setup.py or package.xml change
 install venv: $(STAMP)
@@ -39,6 +39,11 @@ test: $(STAMP) lint
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check robot_ik_nn test launch setup.py
+
+# the README's pictures of the browser page (docs/view_*.png), taken by the page's own tests
+screenshots: $(STAMP)
+	ROBOT_IK_NN_SCREENSHOTS=$(CURDIR)/docs $(PY) -m pytest -q test/test_view.py::test_screenshot_shows_the_arm \
+		test/test_view_ros.py::test_training_session_page_shows_the_network_and_the_error_curve
 
 train: $(STAMP)
 	$(VENV)/bin/robot-ik-nn launch train

@@ -21,13 +21,13 @@ from browser_helpers import Browser  # noqa: E402
 from ros_helpers import Probe, _die_with_parent  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from test_view import (  # noqa: E402
-    DOCS,
     DRAWN_ATOL,
     PROBE,
     _free_port,
     _panel_joints,
     page_joints,
     page_target,
+    screenshot_folder,
     type_into,
 )
 
@@ -165,7 +165,7 @@ def test_training_session_page_shows_the_network_and_the_error_curve(tmp_path):
                 "'.mantine-Notification-root')).forEach(b => b.click()); true"
             )
             time.sleep(1.0)
-            (DOCS / "view_training.png").write_bytes(browser.screenshot())
+            (screenshot_folder(tmp_path) / "view_training.png").write_bytes(browser.screenshot())
     finally:
         output = _stop(proc)
     assert "view ready" in output, output[-3000:]
