@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 
 def _count(text: str) -> int:
@@ -20,6 +21,17 @@ def port(text: str) -> int:
     value = _whole(text, 1)
     if value > 65535:
         raise argparse.ArgumentTypeError(f"a TCP port is at most 65535, got {value}")
+    return value
+
+
+def _positive(text: str) -> float:
+    """A finite number above 0 (minutes, seconds, milliseconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text}")
     return value
 
 
@@ -61,9 +73,19 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     t.add_argument(
         "--tip", help="tip link (default: the only leaf; required when the tree branches)"
     )
-    t.add_argument("--mode", choices=["pose", "position"], default="pose")
-    t.add_argument("--learner", choices=LEARNERS, default="gradient")
-    t.add_argument("--minutes", type=float, help="time budget (default 5)")
+    t.add_argument(
+        "--mode",
+        choices=["pose", "position"],
+        default="pose",
+        help="targets with an orientation (pose) or positions alone",
+    )
+    t.add_argument(
+        "--learner",
+        choices=LEARNERS,
+        default="gradient",
+        help="how the network learns by reward (README: Learners)",
+    )
+    t.add_argument("--minutes", type=_positive, help="time budget (default 5)")
     t.add_argument("--steps", type=_count, help="step budget (reproducible with --seed)")
     t.add_argument("--device", default="cpu", help="cpu or cuda")
     t.add_argument("--out", help="model folder (default models/<robot>)")
@@ -71,7 +93,7 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         "--resume", action="store_true", help="continue the run in --out from its checkpoint"
     )
     t.add_argument("--force", action="store_true", help="start over even if --out holds a run")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=int, default=0, help="random seed (targets, weights, trials)")
     t.add_argument(
         "--hidden",
         type=_count,
@@ -86,7 +108,7 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         help="candidate branches the network proposes per target (default 4; explore and "
         "evolution: 1)",
     )
-    t.add_argument("--batch-size", type=_count)
+    t.add_argument("--batch-size", type=_count, help="targets per step (default: the learner's)")
     t.add_argument(
         "--learn",
         nargs="+",
@@ -111,7 +133,7 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         "--tracking", action="store_true", help="also feed the current joints to the network"
     )
     t.add_argument(
-        "--checkpoint-every", type=float, default=30.0, help="seconds between checkpoints"
+        "--checkpoint-every", type=_positive, default=30.0, help="seconds between checkpoints"
     )
     t.add_argument(
         "--eval",
@@ -129,7 +151,7 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         "curve, the network drawn; the page stays up after training until Ctrl-C (needs "
         "pip install .[view])",
     )
-    t.add_argument("--view-port", type=int, default=8080, help="the page's port with --view")
+    t.add_argument("--view-port", type=port, default=8080, help="the page's port with --view")
     t.add_argument(
         "--view-host", default="127.0.0.1", help="with --view: 0.0.0.0 opens it to the network"
     )
@@ -139,11 +161,17 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         m = sub.add_parser("merge", help="merge model folders of one arm into one network")
         m.add_argument("models", nargs="+", metavar="MODEL", help="two or more model folders")
         m.add_argument("--out", required=True, help="the merged model folder")
-        m.add_argument("--minutes", type=float, help="time budget (default 3)")
+        m.add_argument("--minutes", type=_positive, help="time budget (default 3)")
         m.add_argument("--steps", type=_count, help="step budget")
-        m.add_argument("--seed", type=int, default=0)
+        m.add_argument("--seed", type=int, default=0, help="random seed")
         m.add_argument("--fresh", action="store_true", help="start from nothing, not the best")
-        m.add_argument("--learn", nargs="+", default=[], metavar="KEY=VALUE")
+        m.add_argument(
+            "--learn",
+            nargs="+",
+            default=[],
+            metavar="KEY=VALUE",
+            help="learner hyper-parameters (LearnConfig), as for train",
+        )
         m.add_argument("--force", action="store_true", help="overwrite a run in --out")
         m.add_argument("--resume", action="store_true", help="continue the merge in --out")
         m.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -151,17 +179,30 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
 
     e = sub.add_parser("eval", help="evaluate a model folder on held-out targets")
     e.add_argument("model")
-    e.add_argument("--targets", type=_count, default=10000)
-    e.add_argument("--seed", type=int, default=12345)
+    e.add_argument("--targets", type=_count, default=10000, help="held-out targets")
+    e.add_argument("--seed", type=int, default=12345, help="which held-out targets")
     e.add_argument("--batch", type=_count, help="targets per solver call (default: all at once)")
-    e.add_argument("--device", default="cpu")
+    e.add_argument("--device", default="cpu", help="cpu or cuda (the batched torch solver)")
     e.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     e.set_defaults(func=commands["eval"])
 
     s = sub.add_parser("solve", help="joint angles and joint quaternions for one target")
     s.add_argument("model")
-    s.add_argument("--xyz", type=float, nargs=3, required=True, metavar=("X", "Y", "Z"))
-    s.add_argument("--quat", type=float, nargs=4, metavar=("X", "Y", "Z", "W"))
+    s.add_argument(
+        "--xyz",
+        type=float,
+        nargs=3,
+        required=True,
+        metavar=("X", "Y", "Z"),
+        help="the tool's position in the base frame (m)",
+    )
+    s.add_argument(
+        "--quat",
+        type=float,
+        nargs=4,
+        metavar=("X", "Y", "Z", "W"),
+        help="the tool's orientation (default: the position alone)",
+    )
     s.add_argument(
         "--refine",
         type=_count0,
@@ -226,7 +267,7 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         help="also run TRAC-IK, roboticstoolbox's ik_LM and PyBullet's IK (pip install .[peers])",
     )
     b.add_argument(
-        "--budget-ms", type=float, default=5.0, help="time budget per target for the peers"
+        "--budget-ms", type=_positive, default=5.0, help="time budget per target for the peers"
     )
     b.add_argument(
         "--dds", action="store_true", help="also measure the inference node over DDS (needs rclpy)"
@@ -235,33 +276,34 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         "--dds-targets", type=_count, default=2000, help="targets sent at 200 Hz with --dds"
     )
     b.add_argument("--no-torch", action="store_true", help="skip the batched torch solver")
-    b.add_argument(
+    only = b.add_mutually_exclusive_group()  # "measure only this": one at a time
+    only.add_argument(
         "--solutions",
         type=_count,
         metavar="K",
         help="measure only this: K distinct answers per target against a brute-force search",
     )
     b.add_argument("--solution-targets", type=_count, default=200, help="targets for --solutions")
-    b.add_argument(
+    only.add_argument(
         "--collisions",
         action="store_true",
         help="measure only this: self-collision-free answers judged by PyBullet, the sphere "
         "model's error, the solve rate and the cost of checking",
     )
-    b.add_argument(
+    only.add_argument(
         "--answers",
         action="store_true",
         help="measure only this: a free tool axis, targets outside the reach against a "
         "brute-force search, and tracking paths (the answers users ask for)",
     )
-    b.add_argument(
+    only.add_argument(
         "--hardware",
         choices=["niryo_one", "niryo_ned", "inmoov_right_arm"],
         help="measure only this: the deploy session (dry run) driving that arm's emulator "
         "through its real protocol, over DDS (needs rclpy)",
     )
     b.add_argument("--hardware-targets", type=_count, default=200, help="targets for --hardware")
-    b.add_argument(
+    only.add_argument(
         "--cuda",
         action="store_true",
         help="measure only this: the batched torch solver on the GPU (torch with CUDA), split "

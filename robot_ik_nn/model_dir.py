@@ -282,6 +282,8 @@ def read(path: str | Path, arm: ArmModel | None = None) -> ModelFolder:
     from safetensors import SafetensorError
     from safetensors.numpy import load as load_tensors
 
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"a model is a folder or a .tar.gz path; got {path!r}")
     path = Path(path)
     archive = None
     if path.is_file() and path.name.endswith(ARCHIVES):

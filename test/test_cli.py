@@ -149,7 +149,15 @@ def test_errors_name_the_problem(tmp_path):
     for words, said in [
         (["eval", str(tmp_path), "--targets", "0"], "--targets: must be at least 1, got 0"),
         (["train", "--eval", "-3", "--steps", "2", *out], "--eval: must be at least 1"),
-        (["train", "--minutes", "0", *out], "--minutes must be more than 0"),
+        (["train", "--minutes", "0", *out], "--minutes: must be a finite number above 0"),
+        (["train", "--minutes", "nan", *out], "--minutes: must be a finite number above 0"),
+        (["train", "--checkpoint-every", "-5", *out], "--checkpoint-every: must be a finite"),
+        # a port past 65535 reached the page's thread, whose traceback left training hung
+        (["train", "--view", "--view-port", "99999", *out], "a TCP port is at most 65535"),
+        # NaN never ran out: the peers' loops went on for ever
+        (["bench", str(tmp_path), "--budget-ms", "nan"], "--budget-ms: must be a finite"),
+        (["bench", str(tmp_path), "--answers", "--cuda"], "not allowed with argument"),
+        (["emulate", "niryo_one", "--faults", "-3"], "--faults: must be at least 0"),
         (["train", "--steps", "2", "--learn", "batch_size=-4", *out], "must be at least 1"),
         (["train", "--learn", "mutation_rate=2", *out], "must be a fraction from 0 to 1"),
         (["train", "--nproc", "2", "--robot", "nosuch", *out], "URDF file not found: nosuch"),

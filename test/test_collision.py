@@ -185,6 +185,17 @@ def test_obstacles(models):
     assert model.with_obstacles(boxes=[(wrist, (0.01, 0.01, 0.01))]).in_collision(home)
     far = model.with_obstacles(boxes=[(wrist + [0, 0, 5], (0.1, 0.1, 0.1))])
     assert far.clearance(home) == model.clearance(home)
+    # meaningless obstacles were taken and ignored: answers inside them came back solved
+    for bad, said in [
+        (dict(planes=[((0, 0, 0), 1.0)]), r"planes\[0\] needs a finite offset and a normal"),
+        (dict(planes=[((0, 0, 1), np.nan)]), r"planes\[0\] needs a finite offset"),
+        (dict(planes=[(0, 0, 1)]), r"planes\[0\] must be a pair \(normal, offset\)"),
+        (dict(boxes=[((np.nan, 0, 0), (0.1,) * 3)]), r"boxes\[0\] needs a finite centre"),
+        (dict(boxes=[(wrist, (-0.1, 0.1, 0.1))]), "half sizes above 0"),
+        (dict(boxes=[(1, 2)]), r"boxes\[0\]'s centre must be 3 numbers"),
+    ]:
+        with pytest.raises(ValueError, match=said):
+            model.with_obstacles(**bad)
 
 
 # -- the solver with checking on ------------------------------------------------------------------

@@ -354,3 +354,15 @@ def test_a_copy_per_thread_answers_as_one_solver_alone(niryo_model, targets):
     finally:
         sys.setswitchinterval(switch)
     assert all(np.array_equal(x, y) for x, y in zip(got_a + got_b, alone_a + alone_b))
+
+
+def test_forward_and_load_name_a_wrong_input(niryo_model):
+    import robot_ik_nn
+
+    solver = Solver.load(niryo_model)
+    with pytest.raises(ValueError, match=r"forward takes joints of shape \(6,\) or \(B, 6\)"):
+        solver.forward(np.zeros(5))  # was: numpy's "cannot reshape array of size 5"
+    assert solver.forward(np.zeros(6))[0].shape == (1, 3)
+    assert solver.forward([])[0].shape == (0, 3)
+    with pytest.raises(TypeError, match="a model is a folder or a .tar.gz path; got None"):
+        robot_ik_nn.load(None)

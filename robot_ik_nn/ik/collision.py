@@ -244,11 +244,25 @@ class CollisionModel:
         """A copy that also keeps clear of planes (normal, offset: free where n.x > offset) and
         axis-aligned boxes (centre, half sizes), all in the base frame."""
         rows = [list(self.obstacles.reshape(-1, 7))]
-        for normal, offset in planes:
-            n = np.asarray(normal, float) / np.linalg.norm(normal)
-            rows.append([[PLANE, *n, float(offset), 0.0, 0.0]])
-        for centre, half in boxes:
-            rows.append([[BOX, *np.asarray(centre, float), *np.asarray(half, float)]])
+        for k, plane in enumerate(planes):
+            normal, offset = _pair(plane, f"planes[{k}]", "(normal, offset)")
+            n = _numbers(normal, 3, f"planes[{k}]'s normal")
+            offset = _numbers(offset, 1, f"planes[{k}]'s offset")
+            if not np.isfinite(offset[0]) or np.linalg.norm(n) < 1e-9:
+                raise ValueError(
+                    f"planes[{k}] needs a finite offset and a normal of some length; got "
+                    f"{plane!r}"
+                )
+            rows.append([[PLANE, *(n / np.linalg.norm(n)), offset[0], 0.0, 0.0]])
+        for k, box in enumerate(boxes):
+            centre, half = _pair(box, f"boxes[{k}]", "(centre, half sizes)")
+            centre = _numbers(centre, 3, f"boxes[{k}]'s centre")
+            half = _numbers(half, 3, f"boxes[{k}]'s half sizes")
+            if not np.all(np.isfinite(centre)) or not np.all((half > 0) & np.isfinite(half)):
+                raise ValueError(
+                    f"boxes[{k}] needs a finite centre and half sizes above 0; got {box!r}"
+                )
+            rows.append([[BOX, *centre, *half]])
         obstacles = np.array([r for group in rows for r in group], float).reshape(-1, 7)
         return CollisionModel(
             self.chain, self.spheres, self.pairs, self.links, self.disabled, obstacles
@@ -288,3 +302,21 @@ class CollisionModel:
             "disabled": {k: kinds.count(k) for k in ("adjacent", "never", "always")},
             "obstacles": len(self.obstacles),
         }
+
+
+def _pair(value, name: str, form: str):
+    try:
+        first, second = value
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair {form}; got {value!r}") from None
+    return first, second
+
+
+def _numbers(value, size: int, name: str) -> np.ndarray:
+    try:
+        a = np.asarray(value, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        a = np.zeros(0)
+    if a.shape != (size,):
+        raise ValueError(f"{name} must be {size} number{'s' if size > 1 else ''}; got {value!r}")
+    return a

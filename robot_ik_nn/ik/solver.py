@@ -385,7 +385,15 @@ class Solver:
     # -- kinematics -------------------------------------------------------------------------------
     def forward(self, q) -> tuple[np.ndarray, np.ndarray]:
         """Tip positions (B, 3) and rotations (B, 3, 3) for joints (B, dof), compiled."""
-        Q = np.ascontiguousarray(np.asarray(q, dtype=float).reshape(-1, self.arm.dof))
+        Q = np.asarray(q, dtype=float)
+        if Q.size == 0:  # no joints at all (an empty list): no poses
+            Q = Q.reshape(0, self.arm.dof)
+        if Q.ndim not in (1, 2) or Q.shape[-1] != self.arm.dof:
+            raise ValueError(
+                f"forward takes joints of shape ({self.arm.dof},) or (B, {self.arm.dof}); "
+                f"got shape {Q.shape}"
+            )
+        Q = np.ascontiguousarray(Q.reshape(-1, self.arm.dof))
         P, R = np.empty((len(Q), 3)), np.empty((len(Q), 3, 3))
         policy.forward_batch(self._model, Q, P, R, _chunks(len(Q)))
         return P, R

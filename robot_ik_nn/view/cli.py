@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
         "--tip", help="with --robot: the tip link (default: the only leaf; needed at a branch)"
     )
     v.add_argument("--host", default="127.0.0.1", help="0.0.0.0 to open it to the network")
-    v.add_argument("--port", type=port, default=8080)
+    v.add_argument("--port", type=port, default=8080, help="the page's TCP port")
     v.add_argument(
         "--no-collision-check",
         action="store_true",

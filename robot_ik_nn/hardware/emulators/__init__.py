@@ -15,6 +15,8 @@ import signal
 import sys
 import threading
 
+from ...cli_args import _count0
+
 EMULATORS = {"niryo_one": "niryo_one", "niryo_ned": "niryo_ned2",
              "inmoov_serial": "inmoov_right_arm"}  # emulator -> the arm it moves by default
 
@@ -85,11 +87,11 @@ def add_parser(sub) -> None:
     e = sub.add_parser("emulate", help="an emulated arm speaking a real protocol (dry runs)")
     e.add_argument("kind", choices=sorted(EMULATORS))
     e.add_argument("--robot", default="", help="arm to move (default: the emulator's own)")
-    e.add_argument("--host", default="127.0.0.1")
+    e.add_argument("--host", default="127.0.0.1", help="0.0.0.0 to open it to the network")
     e.add_argument("--port", type=_port, default=40001, help="TCP port (0 = any free port)")
     e.add_argument("--link", default=None, help="inmoov_serial: a fixed path to its terminal")
     e.add_argument("--calibration", default=None, help="inmoov_serial: calibration YAML")
-    e.add_argument("--faults", type=int, default=0, help="spoil the first N replies")
+    e.add_argument("--faults", type=_count0, default=0, help="spoil the first N replies")
     e.add_argument("--state", default=None, help="keep the joints in this JSON file")
     e.set_defaults(func=run)
 
