@@ -53,11 +53,16 @@ def cmd_solve(args) -> int:
     if args.order is not None and args.solutions is None:
         raise ValueError("--order orders several answers: give --solutions K too")
     args.order = args.order or "nearest"
-    settings = IKSettings(
-        **({} if args.refine is None else {"iterations": args.refine}),
-        free_axis=args.free_axis,
-        collision_check=not args.no_collision_check,
-    )
+    try:  # the settings' words name their fields; here the options are what the user gave
+        settings = IKSettings(
+            **({} if args.refine is None else {"iterations": args.refine}),
+            free_axis=args.free_axis,
+            collision_check=not args.no_collision_check,
+        )
+    except ValueError as error:
+        raise ValueError(str(error).replace("IKSettings.iterations", "--refine")) from None
+    if args.solutions is not None and args.refine == 0:
+        raise ValueError("--solutions needs refinement: --refine 0 is the network alone")
     solver = Solver.load(args.model, settings, backend=args.backend)
     if args.solutions is None:
         answers = [solver.solve(args.xyz, args.quat)]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -48,8 +49,11 @@ class ModelDirError(RuntimeError):
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a crash leaves either the old file or the new one."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:  # named as the user named it, not by the temporary file beside it
+        raise OSError(error.errno, f"cannot write {path}: {error.strerror}") from None
     try:
         umask = os.umask(0)
         os.umask(umask)
@@ -244,12 +248,12 @@ def export(path: str | Path, out: str | Path | None = None) -> Path:
             f"--out {out}: an exported model's name ends in .tar.gz (or .tgz), which is how "
             "eval, solve and the inference node tell it from a folder"
         )
-    tmp = out.with_name(f".{out.name}.tmp")
-    with tarfile.open(tmp, "w:gz") as tar:
+    packed = io.BytesIO()  # a few hundred kB: packed in memory, then written atomically
+    with tarfile.open(fileobj=packed, mode="w:gz") as tar:
         for name in SHIPPED:
             if (path / name).exists():
                 tar.add(path / name, arcname=f"{path.name}/{name}")
-    os.replace(tmp, out)
+    atomic_write(out, packed.getvalue())
     return out
 
 
@@ -272,7 +276,8 @@ def _unpack(archive: Path) -> Path:
             for m in members:
                 (target / Path(m.name).name).write_bytes(tar.extractfile(m).read())
     except (tarfile.TarError, OSError, EOFError) as err:
-        raise ModelDirError(f"{archive} is not a readable model archive: {err}") from err
+        said = str(err).splitlines()[0].rstrip(":")  # tarfile lists every method it tried
+        raise ModelDirError(f"{archive} is not a readable model archive: {said}") from err
     return target
 
 
@@ -303,7 +308,8 @@ def read(path: str | Path, arm: ArmModel | None = None) -> ModelFolder:
             f"{path / META} is corrupt: its network section differs from the one saved with "
             f"the weights in {', '.join(f'{k} ({recorded.get(k)!r})' for k in changed)}"
         )
-    if arm is None:
+    own_urdf = arm is None
+    if own_urdf:
         try:
             arm = ArmModel(
                 (path / URDF).read_text(),
@@ -316,6 +322,13 @@ def read(path: str | Path, arm: ArmModel | None = None) -> ModelFolder:
             raise ModelDirError(f"cannot rebuild the arm from {path / URDF}: {err}") from err
         if meta.get("urdf_source"):  # meshes, if any, are where the URDF was trained from
             arm.mesh_dirs.append(str(Path(meta["urdf_source"]).parent))
+    if arm.fingerprint != meta["fingerprint"] and own_urdf:
+        raise ModelDirError(
+            f"{path / URDF} is not the arm the network was trained on (its joints, limits or "
+            f"links changed since: fingerprint {arm.fingerprint[:12]}, trained on "
+            f"{meta['fingerprint'][:12]}); put back the file the model was saved with, or "
+            "train a model for the changed arm"
+        )
     if arm.fingerprint != meta["fingerprint"]:
         raise ModelDirError(
             f"fingerprint mismatch: {path} was trained on '{meta.get('robot')}' "

@@ -98,8 +98,12 @@ class SessionError(ValueError):
     pass
 
 
-def _truthy(value: str) -> bool:
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
+def _truthy(value: str, name: str) -> bool:
+    """A switch as launch files write it; anything else (``rviz:=maybe``) is refused."""
+    word = str(value).strip().lower()
+    if word not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        raise SessionError(f"{name}:={value} is not a switch: say {name}:=true or {name}:=false")
+    return word in ("1", "true", "yes", "on")
 
 
 def resolve_arguments(session: str, given: dict[str, str]) -> dict[str, str]:
@@ -181,10 +185,10 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
             model_dir=args["model_dir"], controller=controller, robot="" if own else robot
         )
         sim.remappings.append(("target_pose", "/inference_node/target_pose"))
-        nodes += [inference] + ([sim] if _truthy(args["use_sim"]) else [])
+        nodes += [inference] + ([sim] if _truthy(args["use_sim"], "use_sim") else [])
     else:
         nodes.append(sim)
-    if _truthy(args["view"]):  # the browser page, a process beside the nodes (robot_ik_nn/view/)
+    if _truthy(args["view"], "view"):  # the browser page, a process beside the nodes (view/)
         from .view.cli import session_command
 
         command = session_command(session, robot, args["model_dir"], args["view_port"])
@@ -224,7 +228,7 @@ def _display(robot: str, rviz: str) -> list[PlannedNode]:
             parameters={"robot_description": Path(urdf_file).read_text()},
         )
     ]
-    if _truthy(rviz):
+    if _truthy(rviz, "rviz"):
         nodes.append(
             PlannedNode(
                 "rviz2", "rviz2", package="rviz2", arguments=["-d", str(rviz_config(robot))]
@@ -240,7 +244,7 @@ def _deploy(args: dict, params: dict) -> list[PlannedNode]:
     driver, emulator, robot = DEPLOY_ARMS[args["arm"]]
     port = args["port"]
     nodes = []
-    if _truthy(args["dry_run"]):
+    if _truthy(args["dry_run"], "dry_run"):
         port = port or (DRY_RUN_TTY if driver == "inmoov_serial" else "40001")
         where = ["--link", port] if driver == "inmoov_serial" else ["--port", port]
         command = ["robot-ik-nn", "emulate", emulator, "--robot", robot, *where]
@@ -252,7 +256,8 @@ def _deploy(args: dict, params: dict) -> list[PlannedNode]:
     arm = PlannedNode("arm_node", "arm_node", parameters=dict(params.get("arm_node", {})))
     arm.parameters.update(
         robot=robot, driver=driver, host=args["host"], port=port,
-        calibration=args["calibration"], start_enabled=_truthy(args["start_enabled"]),
+        calibration=args["calibration"],
+        start_enabled=_truthy(args["start_enabled"], "start_enabled"),
     )
     inference = PlannedNode(
         "inference_node", "inference_node", parameters=dict(params.get("inference_node", {}))

@@ -103,6 +103,15 @@ def test_continuous_and_prismatic_joints():
         ),
         (lambda tmp: ArmModel(TWO_JOINT.format(t1="revolute", t2="floating")), "'floating'"),
         (lambda tmp: ArmModel(TWO_JOINT.format(t1="revolute", t2="planar")), "'planar'"),
+        (  # urchin's words named no joint
+            lambda tmp: ArmModel(
+                TWO_JOINT.format(t1="revolute", t2="prismatic").replace(
+                    '<axis xyz="0 1 0"/><limit lower="-1" upper="1" effort="1" velocity="2"/>',
+                    '<axis xyz="0 1 0"/>',
+                )
+            ),
+            "joint 'j2' is prismatic but has no <limit>",
+        ),
     ],
 )
 def test_bad_input_gets_a_clear_error(tmp_path, make, message):

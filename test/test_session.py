@@ -95,6 +95,8 @@ def test_bad_arguments_are_named():
             plan("inference", {"view": "true", "view_port": port})
     with pytest.raises(SessionError, match="minutes:=abc is not a number of minutes above 0"):
         plan("train", {"minutes": "abc"})
+    with pytest.raises(SessionError, match="rviz:=maybe is not a switch"):  # was: taken as false
+        plan("inference", {"rviz": "maybe"})
 
 
 def test_a_session_s_processes_run_the_installed_package(tmp_path):

@@ -95,12 +95,30 @@ def _parse(text: str, source: str):
         text = kinematic_only(text, source)
     except VendorFileError as err:
         raise RobotModelError(str(err)) from err
+    _limits_named(text, source)
     buffer = io.BytesIO(text.encode())
     buffer.name = source  # urchin resolves mesh paths relative to this
     try:
         return urchin.URDF.load(buffer, lazy_load_meshes=True), text
     except Exception as err:  # lxml or urchin: both mean the file is unusable
         raise RobotModelError(f"malformed URDF {source}: {err}") from err
+
+
+def _limits_named(text: str, source: str) -> None:
+    """A revolute or prismatic joint without ``<limit>``, named (urchin's own words do not)."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError:
+        return  # malformed XML: urchin's message says where
+    for joint in root.iter("joint"):
+        kind = joint.get("type")
+        if kind in ("revolute", "prismatic") and joint.find("limit") is None:
+            raise RobotModelError(
+                f"{source}: joint '{joint.get('name')}' is {kind} but has no <limit> "
+                "(lower, upper, effort, velocity); a continuous joint needs none"
+            )
 
 
 class ArmModel:

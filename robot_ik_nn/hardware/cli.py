@@ -9,6 +9,7 @@ from pathlib import Path
 
 def cmd_calibrate(args) -> int:
     from ..arm.model import ArmModel
+    from ..model_dir import atomic_write
     from .calibration import load_calibration, template
 
     arm = ArmModel.load(args.robot or "inmoov_right_arm")
@@ -21,8 +22,7 @@ def cmd_calibrate(args) -> int:
     if out.exists() and not args.force:
         print(f"robot-ik-nn calibrate: {out} exists (use --force to replace it)", file=sys.stderr)
         return 2
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    atomic_write(out, text.encode())
     print(f"wrote {out}: check every servo's range, gain and offset on your arm before moving it")
     return 0
 

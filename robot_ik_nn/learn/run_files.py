@@ -28,6 +28,8 @@ def refusal(out: Path, resume: bool, force: bool) -> str:
     """Why the folder refuses this run ("" when it does not): resuming without a checkpoint,
     or starting over a run or a model without ``force``."""
     ckpt = out / CHECKPOINT
+    if resume and force:
+        return "--resume continues the run in --out and --force starts it over: give one"
     if resume:
         return "" if ckpt.exists() else (
             f"cannot resume: {out} holds no {CHECKPOINT} (no run to continue)"

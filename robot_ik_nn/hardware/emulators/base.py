@@ -11,13 +11,13 @@ that was switched off and on again stays where it was.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import threading
 from pathlib import Path
 
 import numpy as np
 
+from ...model_dir import atomic_write
 from ..pybullet_arm import ArmSim
 
 KINDS = ("garbage", "truncated", "wrong_length", "nan")
@@ -92,11 +92,9 @@ class EmulatedArm:
     def save(self) -> None:
         if self.state_file is None:
             return
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"joints": self.joints().tolist(),
-                                   "goals": len(self.goals),
-                                   "bad_goals": self.bad_goals}))
-        os.replace(tmp, self.state_file)
+        state = {"joints": self.joints().tolist(), "goals": len(self.goals),
+                 "bad_goals": self.bad_goals}
+        atomic_write(self.state_file, json.dumps(state).encode())
 
     def close(self) -> None:
         self.sim.close()
