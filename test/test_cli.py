@@ -120,6 +120,18 @@ def test_view_usage_errors(trained):
 def test_order_without_solutions_is_refused(trained):
     run = cli("solve", str(trained), "--xyz", "0.25", "0", "0.2", "--order", "nearest")
     assert run.returncode == 2 and "give --solutions K too" in run.stderr, run.stderr
+    xyz = ["--xyz", "0.25", "0", "0.2"]
+    run = cli("solve", str(trained), *xyz, "--refine", "1000000")  # was: IKSettings.iterations
+    assert run.returncode == 2 and "--refine must be an integer in [0, 100000]" in run.stderr
+    run = cli("solve", str(trained), *xyz, "--refine", "0", "--solutions", "2")
+    assert run.returncode == 2 and "--solutions needs refinement" in run.stderr, run.stderr
+
+
+def test_export_names_the_file_it_cannot_write(trained, tmp_path):
+    (tmp_path / "a_file").write_text("")
+    out = tmp_path / "a_file" / "m.tar.gz"  # below a file: no folder can be made there
+    run = cli("export", str(trained), "--out", str(out))
+    assert run.returncode == 2 and f"cannot write {out}" in run.stderr, run.stderr
 
 
 def test_eval_refuses_a_device_it_cannot_use(trained):
@@ -158,6 +170,7 @@ def test_errors_name_the_problem(tmp_path):
         (["bench", str(tmp_path), "--budget-ms", "nan"], "--budget-ms: must be a finite"),
         (["bench", str(tmp_path), "--answers", "--cuda"], "not allowed with argument"),
         (["emulate", "niryo_one", "--faults", "-3"], "--faults: must be at least 0"),
+        (["train", "--resume", "--force", *out], "--resume continues the run in --out and"),
         (["train", "--steps", "2", "--learn", "batch_size=-4", *out], "must be at least 1"),
         (["train", "--learn", "mutation_rate=2", *out], "must be a fraction from 0 to 1"),
         (["train", "--nproc", "2", "--robot", "nosuch", *out], "URDF file not found: nosuch"),
