@@ -9,7 +9,7 @@ import pytest
 from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.arm.rotations import matrix_to_quaternion
 from robot_ik_nn.bench.answers import _score
-from robot_ik_nn.bench.measure import tracking_path
+from robot_ik_nn.bench.measure import judge, tracking_path
 from robot_ik_nn.evaluate import held_out_targets
 from robot_ik_nn.ik.settings import IKSettings
 from robot_ik_nn.ik.solver import Solver
@@ -171,3 +171,40 @@ def test_a_continuous_joint_crosses_pi_without_a_turn(slider_arm):
     assert answers[-1, 0] > math.pi  # went on past pi, not back by a whole turn
     without = Solver(slider_arm).solve(P[-1])  # no warm start: the wrapped angle
     assert -math.pi <= without.q[0] < math.pi
+
+
+def test_a_known_path_is_planned_past_the_dead_end_tracking_meets(panda):
+    """Panda path 129: tracked target by target, the answers drift along the self-motion into a
+    dead end and jump 0.9 rad at target 265; given the whole path, solve_path plans over the
+    sampled self-motion instead, and every step stays under 0.2 rad."""
+    solver = Solver(panda)
+    q_path, P, R = tracking_path(panda, solver.forward, 300, seed=129)
+    Q = matrix_to_quaternion(R)
+    tracked = np.array([a for a in track(solver, P, Q, q_path[0])])
+    assert np.abs(np.diff(tracked, axis=0)).max() > 0.5  # the jump is real
+    path = solver.solve_path(P, Q, start=q_path[0])
+    assert path.planned and path.ok and path.reason == ""
+    steps = np.abs(np.diff(np.vstack([q_path[0], path.q]), axis=0)).max(axis=1)
+    assert steps.max() <= 0.2 and path.max_step == pytest.approx(steps.max())
+    _, pos_err, rot_err = judge(solver.forward, panda, path.q, P, R)
+    assert pos_err.max() <= 1e-3 and rot_err.max() <= 0.01 and panda.within_limits(path.q).all()
+
+
+def test_a_path_without_a_jump_is_the_tracked_one_and_bad_requests_are_named(solver):
+    q_path, P, R = tracking_path(solver.arm, solver.forward, 200, seed=100)
+    Q = matrix_to_quaternion(R)
+    path = solver.solve_path(P, Q, start=q_path[0])
+    assert path.ok and not path.planned
+    np.testing.assert_array_equal(path.q, track(solver, P, Q, q_path[0]))
+    for bad, said in [
+        (dict(start=q_path[0][:5]), r"start must be joint values of shape \(6\)"),
+        (dict(start=q_path[0], max_step=-1), "max_step must be a finite number"),
+        (dict(start=q_path[0], joint=6), "joint must be a joint's index from 0 to 5"),
+    ]:
+        with pytest.raises(ValueError, match=said):
+            solver.solve_path(P, Q, **bad)
+    far = np.array(q_path[0]) + 1.0  # the first answer lies a turn of every joint away
+    jumped = solver.solve_path(P[:20], Q[:20], start=far)
+    assert not jumped.ok and jumped.at == 0 and "no path found without a step over 0.2" in (
+        jumped.reason
+    )

@@ -360,6 +360,17 @@ class Solver:
             collides,
         )
 
+    def solve_path(self, positions, quaternions=None, *, start, max_step=0.2, joint=None):
+        """Joints for a whole path of targets known beforehand (a Cartesian path planned
+        offline), from the arm's joints ``start``: tracked target by target, and where that
+        steps over ``max_step`` (rad) on a redundant arm, planned over its sampled self-motion
+        instead (ik/path.py; ``joint``: the joint held to sample it, default the third)."""
+        from .path import solve_path
+
+        return solve_path(
+            self, positions, quaternions, start=start, max_step=max_step, joint=joint
+        )
+
     def network_seeds(self, P, R=None, current=None) -> np.ndarray:
         """The network's candidates for a batch (B, heads, dof), before any refinement."""
         if self.network is None:

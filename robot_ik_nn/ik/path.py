@@ -1,0 +1,213 @@
+"""Joints for a whole Cartesian path known beforehand, with no step between two answers over
+``max_step`` where the arm has such a path (``Solver.solve_path``).
+
+Tracking one target at a time (``solve(..., current=, last=)``) cannot look ahead. On a 7-joint
+arm a pose leaves one-dimensional room, the self-motion, and the tracked answers drift along it;
+they can reach a joint limit that the path later needs them past, where the only answer left is
+a jump (docs/design_notes.md: "Tracking a redundant arm without jumps"). Given the whole path,
+this plans instead:
+
+1. Track from ``start`` target by target. Without a step over ``max_step``, that is the answer.
+2. Otherwise sample the self-motion: at the first target and every ``every`` targets after it,
+   the answers with one joint (``joint``) held at values ``spacing`` apart, walked outwards from
+   the tracked answers (each refined from the last, so one stretch of self-motion at a time).
+   Every sample is tracked on to the next target, all in one batch call per target; a sample
+   that misses its target or steps over ``max_step`` ends there.
+3. The cheapest way through these layers from ``start`` to the last target (dynamic programming:
+   a step over ``max_step`` is forbidden, each step costs its squared joint distance).
+
+ROS-Industrial's Descartes plans over sampled answers in the same way; here the samples are
+tracked along the path, so neighbours stay neighbours and the layers stay small. An arm without
+self-motion (6 joints for a pose, 3 for a position) gets step 1 alone: its answers are isolated
+branches, and leaving one is always a jump.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .inputs import joints, rows
+from .layout import HI, LO, parts
+
+
+@dataclass
+class PathAnswer:
+    """The joints for every target of a path (``q`` (n, dof); NaN rows where a target was
+    rejected), each target's ``solved``, the largest joint step between two answers (the first
+    from ``start``) and where it is, whether planning was needed, and why a step over
+    ``max_step`` is left ("" when none is)."""
+
+    q: np.ndarray
+    solved: np.ndarray
+    max_step: float
+    at: int
+    planned: bool
+    reason: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.solved.all()) and not self.reason
+
+
+def solve_path(
+    solver,
+    positions,
+    quaternions=None,
+    *,
+    start,
+    max_step: float = 0.2,
+    joint: int | None = None,
+    spacing: float = 0.05,
+    every: int = 25,
+) -> PathAnswer:
+    """See the module's docstring. ``joint``: the joint held to sample the self-motion (default
+    the third, the upper arm's turn on the usual 7-joint arms)."""
+    started = time.perf_counter()
+    n_dof = solver.arm.dof
+    P = rows(positions, (3,), "positions")
+    Q = rows(quaternions, (4,), "quaternions", len(P)) if quaternions is not None else None
+    start = joints(start, (n_dof,), "start")
+    if not (np.isfinite(max_step) and max_step > 0):
+        raise ValueError(f"max_step must be a finite number of radians above 0; got {max_step}")
+    if not (np.isfinite(spacing) and 0 < spacing < max_step):
+        raise ValueError(f"spacing must lie between 0 and max_step ({max_step}); got {spacing}")
+    if not isinstance(every, int) or every < 1:
+        raise ValueError(f"every must be a whole number of targets, at least 1; got {every}")
+    joint = min(2, n_dof - 1) if joint is None else joint
+    if not isinstance(joint, (int, np.integer)) or not 0 <= joint < n_dof:
+        raise ValueError(f"joint must be a joint's index from 0 to {n_dof - 1}; got {joint!r}")
+    task = 6 if Q is not None and solver.mode == "pose" else 3
+    q, solved = _tracked(solver, P, Q, start)
+    step, at = _largest_step(start, q)
+    planned = False
+    if step > max_step and n_dof > task and solved.all():
+        path = _Planner(solver, P, Q, joint, spacing, max_step).plan(start, q[0], every)
+        if path is not None:
+            q, planned = path, True
+            step, at = _largest_step(start, q)
+    reason = ""
+    if step > max_step:
+        reason = (
+            f"no path found without a step over {max_step} rad: the largest, {step:.3f} rad, "
+            f"is to target {at}"
+            + ("" if n_dof > task else f" ({solver.arm.name} has no self-motion to plan over)")
+        )
+    return PathAnswer(q, solved, step, at, planned, reason, time.perf_counter() - started)
+
+
+def _tracked(solver, P, Q, start):
+    q = np.full((len(P), solver.arm.dof), np.nan)
+    solved = np.zeros(len(P), bool)
+    last = start
+    for i in range(len(P)):
+        answer = solver.solve(P[i], None if Q is None else Q[i], current=last, last=last)
+        solved[i] = answer.solved
+        if answer.q is not None:
+            q[i] = last = answer.q
+    return q, solved
+
+
+def _largest_step(start, q) -> tuple[float, int]:
+    steps = np.abs(np.diff(np.vstack([start, q]), axis=0)).max(axis=1)
+    steps = np.where(np.isnan(steps), np.inf, steps)
+    at = int(np.argmax(steps))
+    return float(steps[at]), at
+
+
+class _Planner:
+    def __init__(self, solver, P, Q, joint, spacing, max_step):
+        self.fast = solver.with_settings(restarts=0)  # a sample that misses just ends
+        self.P, self.Q, self.joint, self.max_step = P, Q, joint, max_step
+        lo, hi = solver.arm.lower[joint], solver.arm.upper[joint]
+        self.grid = np.arange(lo + 1e-6, hi, spacing)
+        self.spacing, self._held = spacing, {}
+
+    def held(self, i: int):
+        """The solver with the joint held at grid value ``i`` (its range shrunk to a point)."""
+        if i not in self._held:
+            other = self.fast._rebuilt()
+            chain = parts(other._model)[0]
+            chain[self.joint, LO] = self.grid[i] - 1e-9
+            chain[self.joint, HI] = self.grid[i] + 1e-9
+            self._held[i] = other
+        return self._held[i]
+
+    def quat(self, k):
+        return None if self.Q is None else self.Q[k]
+
+    def walk(self, k: int, q0) -> list:
+        """The stretch of self-motion through ``q0`` at target ``k``, a sample per grid value."""
+        i0 = int(np.argmin(np.abs(self.grid - q0[self.joint])))
+        out = []
+        for i, sign in ((i0, 1), (i0 - 1, -1)):
+            q = q0
+            while 0 <= i < len(self.grid):
+                answer = self.held(i).solve(self.P[k], self.quat(k), current=q, last=q)
+                if not answer.solved or np.abs(answer.q - q).max() > self.max_step:
+                    break
+                q = answer.q
+                out.append(q)
+                i += sign
+        return out
+
+    def samples(self, k: int, through: np.ndarray) -> np.ndarray:
+        """Samples of every stretch of self-motion at target ``k`` that holds one of
+        ``through`` (in their place), and those of ``through`` whose walk found nothing."""
+        found, kept = [], []
+        for q in through:
+            if found and np.abs(np.array(found) - q).max(axis=1).min() <= 2 * self.spacing:
+                continue  # on a stretch already walked
+            walked = self.walk(k, q)
+            found += walked
+            if not walked:
+                kept.append(q)
+        return np.array(found + kept).reshape(-1, through.shape[1])
+
+    def plan(self, start, first, every: int) -> np.ndarray | None:
+        """Joints for every target, or None when the samples hold no way through.
+        ``first``: the tracked answer to the first target (within ``max_step`` of ``start``)."""
+        n, max_step = len(self.P), self.max_step
+        layer = self.samples(0, first[None])
+        # the arm is at the start: a way begins at an answer within a step of it
+        gap = np.abs(layer - start)
+        cost = np.where(gap.max(axis=1) <= max_step, (gap**2).sum(axis=1), np.inf)
+        reached = np.isfinite(cost)  # only what a way from the start reaches is carried on
+        layer, cost = layer[reached], cost[reached]
+        layers, parents = [layer], []
+        for k in range(1, n):
+            prev = layers[-1]
+            batch = self.fast.solve_batch(
+                np.repeat(self.P[k][None], len(prev), 0),
+                None if self.Q is None else np.repeat(self.Q[k][None], len(prev), 0),
+                current=prev,
+                warm=prev[:, None, :],
+            )
+            on = batch.solved & (np.abs(batch.q - prev).max(axis=1) <= max_step)
+            layer = batch.q[on]
+            if k % every == 0 and len(layer):
+                layer = self.samples(k, layer)
+            if not len(layer):
+                return None
+            gap = np.abs(layer[:, None] - prev[None])  # (new, old, dof)
+            total = np.where(
+                gap.max(axis=2) <= max_step, cost[None] + (gap**2).sum(axis=2), np.inf
+            )
+            parent = np.argmin(total, axis=1)
+            cost = total[np.arange(len(layer)), parent]
+            reached = np.isfinite(cost)
+            if not reached.any():
+                return None
+            layer, cost, parent = layer[reached], cost[reached], parent[reached]
+            layers.append(layer)
+            parents.append(parent)
+        j = int(np.argmin(cost))
+        q = np.empty((n, len(start)))
+        for k in range(n - 1, -1, -1):
+            q[k] = layers[k][j]
+            if k > 0:
+                j = parents[k - 1][j]
+        return q
