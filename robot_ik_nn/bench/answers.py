@@ -15,6 +15,8 @@
   the largest step of the joints that made the path. A path whose own joints step more than
   ``own_step`` (0.1 rad) between two targets passes near a singularity, where 5 mm of the tool
   can take more than 0.2 rad of some joint whatever the solver: it is set aside (and listed).
+  Each path is also given whole to ``solve_path`` (known beforehand, planned where tracking
+  jumps): every target solved, and its largest joint step.
 """
 
 from __future__ import annotations
@@ -136,14 +138,22 @@ def tracking(solver, paths: int, n: int = 1000, own_step: float = 0.1) -> dict:
             if answer.q is not None:
                 answers[i] = last = answer.q
         step = float(np.nanmax(np.abs(np.diff(answers, axis=0))))
+        plan = solver.solve_path(P, Q, start=q_path[0])  # the same path, known beforehand
         rows.append(
             {
                 "path": seed - 1,
                 "solved": int(solved),
                 "max_joint_step_rad": step,
                 "path_max_joint_step_rad": own,
+                "solve_path": {
+                    "solved": int(plan.solved.sum()),
+                    "max_joint_step_rad": plan.max_step,
+                    "planned": plan.planned,
+                    "seconds": plan.seconds,
+                },
             }
         )
+    planned = [r["solve_path"] for r in rows]
     return {
         "targets_per_path": n,
         "paths": rows,
@@ -151,6 +161,12 @@ def tracking(solver, paths: int, n: int = 1000, own_step: float = 0.1) -> dict:
         "set_aside": set_aside,
         "all_solved": all(r["solved"] == n for r in rows),
         "max_joint_step_rad": max(r["max_joint_step_rad"] for r in rows),
+        "solve_path": {
+            "all_solved": all(r["solved"] == n for r in planned),
+            "max_joint_step_rad": max(r["max_joint_step_rad"] for r in planned),
+            "paths_planned": sum(r["planned"] for r in planned),
+            "seconds_max": max(r["seconds"] for r in planned),
+        },
     }
 
 
@@ -173,5 +189,9 @@ def format_table(r: dict) -> str:
             f"{p['max_joint_step_rad']:.3f} (path's own {p['path_max_joint_step_rad']:.3f})"
             for p in t["paths"]
         )
-        + " rad"
+        + " rad\n"
+        f"  the same paths known beforehand (solve_path): all solved: "
+        f"{t['solve_path']['all_solved']}, largest joint step "
+        f"{t['solve_path']['max_joint_step_rad']:.3f} rad, {t['solve_path']['paths_planned']} "
+        f"planned over the self-motion (at most {t['solve_path']['seconds_max']:.1f} s a path)"
     )
