@@ -164,6 +164,33 @@ def gate_command(
     return Command(q.copy(), max(duration, float(min_duration)))
 
 
+MIN_SEGMENT = 1e-3  # s between two points of a path: controllers refuse times that do not grow
+
+
+def gate_path(path, current, bounds: JointBounds, min_duration: float = 0.0) -> list | None:
+    """Commands through every row of ``path`` (a planned path's joints), or None when any row
+    is unsafe: each inside the bounds, its ``duration`` the time from start, the previous one's
+    plus what the slowest joint needs at its velocity limit from there (the first from
+    ``current``), and at least ``MIN_SEGMENT``; all stretched evenly when the whole would take
+    less than ``min_duration``."""
+    commands, elapsed, previous = [], 0.0, current
+    for q in np.asarray(path, dtype=float).reshape(-1, len(bounds.lower)):
+        step = gate_command(q, previous, bounds)
+        if step is None:
+            return None
+        elapsed += max(step.duration, MIN_SEGMENT)
+        commands.append(Command(step.positions, elapsed))
+        previous = q
+    if not commands or not (math.isfinite(min_duration) and min_duration >= 0):
+        return None
+    if elapsed < min_duration:
+        scale = min_duration / elapsed if elapsed > 0 else math.inf
+        if not math.isfinite(scale):  # no motion at all: one point at min_duration
+            return [Command(commands[-1].positions, float(min_duration))]
+        commands = [Command(c.positions, c.duration * scale) for c in commands]
+    return commands
+
+
 READING_NOISE = 1e-3  # rad (m): how far past a limit a joint reading may lie and still count
 
 

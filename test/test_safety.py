@@ -9,7 +9,14 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from robot_ik_nn.arm.model import ArmModel
-from robot_ik_nn.safety import JointBounds, check_target, gate_command, not_commanded, stream_step
+from robot_ik_nn.safety import (
+    JointBounds,
+    check_target,
+    gate_command,
+    gate_path,
+    not_commanded,
+    stream_step,
+)
 
 ARM = ArmModel.load("niryo_one")
 BOUNDS = JointBounds.from_arm(ARM, margin=0.02)
@@ -96,6 +103,26 @@ def test_continuous_joints_get_no_margin():
     assert cmd is not None and cmd.positions[0] == 3.20 and cmd.duration < 0.2
     assert stream_step([3.15], [3.20], bounds, 0.01)[0] == pytest.approx(3.16)
     assert gate_command([np.inf], [3.10], bounds) is None
+
+
+def test_a_path_is_timed_point_by_point_and_refused_whole():
+    start = np.zeros(6)
+    path = np.array([[0.1, 0, 0, 0, 0, 0], [0.1, 0.2, 0, 0, 0, 0], [0.1, 0.2, 0, 0, 0, 0]])
+    commands = gate_path(path, start, BOUNDS)
+    times = [c.duration for c in commands]
+    v = BOUNDS.velocity
+    assert times[0] == pytest.approx(0.1 / v[0]) and times[1] == pytest.approx(
+        times[0] + 0.2 / v[1]
+    )
+    assert times[2] == pytest.approx(times[1] + 1e-3)  # the same point again: times still grow
+    assert [c.positions.tolist() for c in commands] == path.tolist()
+    stretched = gate_path(path, start, BOUNDS, min_duration=10.0)
+    assert stretched[-1].duration == pytest.approx(10.0)
+    assert stretched[0].duration == pytest.approx(10.0 * times[0] / times[-1])
+    beyond = path.copy()
+    beyond[1, 1] = ARM.upper[1] + 0.1  # one point outside the limits: nothing of the path
+    assert gate_path(beyond, start, BOUNDS) is None
+    assert gate_path(np.zeros((0, 6)), start, BOUNDS) is None
 
 
 def test_bad_bounds_are_refused():

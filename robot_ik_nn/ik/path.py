@@ -9,8 +9,10 @@ this plans instead:
 
 1. Track from ``start`` target by target. Without a step over ``max_step``, that is the answer.
 2. Otherwise sample the self-motion: at the first target and every ``every`` targets after it,
-   the answers with one joint (``joint``) held at values ``spacing`` apart, walked outwards from
-   the tracked answers (each refined from the last, so one stretch of self-motion at a time).
+   the answers with one joint (``joint``; by default the third, then each other in turn until a
+   way is found: where the held joint's value folds back along the self-motion, a stretch is
+   cut short) held at values ``spacing`` apart, walked outwards from the tracked answers (each
+   refined from the last, so one stretch of self-motion at a time).
    Every sample is tracked on to the next target, all in one batch call per target; a sample
    that misses its target or steps over ``max_step`` ends there.
 3. The cheapest way through these layers from ``start`` to the last target (dynamic programming:
@@ -65,7 +67,7 @@ def solve_path(
     every: int = 25,
 ) -> PathAnswer:
     """See the module's docstring. ``joint``: the joint held to sample the self-motion (default
-    the third, the upper arm's turn on the usual 7-joint arms)."""
+    the third, the upper arm's turn on the usual 7-joint arms, then the others)."""
     started = time.perf_counter()
     n_dof = solver.arm.dof
     P = rows(positions, (3,), "positions")
@@ -77,18 +79,22 @@ def solve_path(
         raise ValueError(f"spacing must lie between 0 and max_step ({max_step}); got {spacing}")
     if not isinstance(every, int) or every < 1:
         raise ValueError(f"every must be a whole number of targets, at least 1; got {every}")
-    joint = min(2, n_dof - 1) if joint is None else joint
-    if not isinstance(joint, (int, np.integer)) or not 0 <= joint < n_dof:
+    if joint is None:  # the third first, then the others: a fold of one joint can hide a way
+        held = [min(2, n_dof - 1)] + [j for j in range(n_dof) if j != min(2, n_dof - 1)]
+    elif isinstance(joint, (int, np.integer)) and 0 <= joint < n_dof:
+        held = [int(joint)]
+    else:
         raise ValueError(f"joint must be a joint's index from 0 to {n_dof - 1}; got {joint!r}")
-    task = 6 if Q is not None and solver.mode == "pose" else 3
+    task = 6 if Q is not None else 3  # the numbers a target fixes (free_axis leaves more room)
     q, solved = _tracked(solver, P, Q, start)
     step, at = _largest_step(start, q)
     planned = False
-    if step > max_step and n_dof > task and solved.all():
+    for joint in held if step > max_step and n_dof > task and solved.all() else []:
         path = _Planner(solver, P, Q, joint, spacing, max_step).plan(start, q[0], every)
         if path is not None:
             q, planned = path, True
             step, at = _largest_step(start, q)
+            break
     reason = ""
     if step > max_step:
         reason = (

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import PoseStamped
+from geometry_msgs.msg import PoseArray, PoseStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
@@ -55,6 +55,7 @@ from .common import (
     status,
 )
 from .inference_parameters import CHOICES, LIVE, PARAMETERS
+from .path_target import serve_path
 
 
 class InferenceNode(Node):
@@ -115,6 +116,9 @@ class InferenceNode(Node):
         self.status_pub = self.create_publisher(DiagnosticArray, "~/status", RELIABLE)
         self.create_subscription(JointState, "/joint_states", self.on_joint_states, READINGS)
         self.create_subscription(PoseStamped, "~/target_pose", self.on_target, RELIABLE)
+        self.create_subscription(
+            PoseArray, "~/target_path", lambda msg: serve_path(self, msg), RELIABLE
+        )
         if self.stream:
             self.create_timer(self.stream_dt, self.on_stream_tick)
         gc.freeze()  # what exists now lives as long as the node: no collections of it (no pauses)

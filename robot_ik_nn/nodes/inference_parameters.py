@@ -91,6 +91,11 @@ PARAMETERS = {
         "also command answers that miss the 1 mm / 0.01 rad tolerance (never one that collides)",
         {},
     ),
+    "path_max_step": (
+        0.2,
+        "~/target_path: the largest step of any joint between two answers of a path (rad)",
+        {"lo": 0.01, "hi": 3.2},
+    ),
     "choose": (
         "",
         "which answer to command when a target has several: '' the first found (fastest); "
