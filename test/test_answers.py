@@ -203,6 +203,8 @@ def test_a_path_without_a_jump_is_the_tracked_one_and_bad_requests_are_named(sol
     ]:
         with pytest.raises(ValueError, match=said):
             solver.solve_path(P, Q, **bad)
+    with pytest.raises(ValueError, match="a path needs at least one target"):
+        solver.solve_path(np.zeros((0, 3)), np.zeros((0, 4)), start=q_path[0])
     far = np.array(q_path[0]) + 1.0  # the first answer lies a turn of every joint away
     jumped = solver.solve_path(P[:20], Q[:20], start=far)
     assert not jumped.ok and jumped.at == 0 and "no path found without a step over 0.2" in (

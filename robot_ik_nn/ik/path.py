@@ -73,6 +73,8 @@ def solve_path(
     P = rows(positions, (3,), "positions")
     Q = rows(quaternions, (4,), "quaternions", len(P)) if quaternions is not None else None
     start = joints(start, (n_dof,), "start")
+    if len(P) == 0:
+        raise ValueError("a path needs at least one target; got none")
     if not (np.isfinite(max_step) and max_step > 0):
         raise ValueError(f"max_step must be a finite number of radians above 0; got {max_step}")
     if not (np.isfinite(spacing) and 0 < spacing < max_step):
