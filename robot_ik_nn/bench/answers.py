@@ -27,6 +27,7 @@ import numpy as np
 
 from ..arm.rotations import matrix_to_quaternion, quaternion_to_matrix
 from ..evaluate import held_out_targets
+from ..ik.path import tracked
 from .measure import judge, one_cpu, tracking_path
 
 
@@ -131,12 +132,8 @@ def tracking(solver, paths: int, n: int = 1000, own_step: float = 0.1) -> dict:
             set_aside.append({"path": seed - 1, "path_max_joint_step_rad": own})
             continue
         Q = matrix_to_quaternion(R) if pose else None
-        last, answers, solved = q_path[0], np.full((n, arm.dof), np.nan), 0
-        for i in range(n):
-            answer = solver.solve(P[i], None if Q is None else Q[i], current=last, last=last)
-            solved += answer.solved
-            if answer.q is not None:
-                answers[i] = last = answer.q
+        answers, solved_each = tracked(solver, P, Q, q_path[0])  # as a stream: no look ahead
+        solved = int(solved_each.sum())
         step = float(np.nanmax(np.abs(np.diff(answers, axis=0))))
         plan = solver.solve_path(P, Q, start=q_path[0])  # the same path, known beforehand
         rows.append(

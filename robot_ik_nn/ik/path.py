@@ -88,7 +88,7 @@ def solve_path(
     else:
         raise ValueError(f"joint must be a joint's index from 0 to {n_dof - 1}; got {joint!r}")
     task = 6 if Q is not None else 3  # the numbers a target fixes (free_axis leaves more room)
-    q, solved = _tracked(solver, P, Q, start)
+    q, solved = tracked(solver, P, Q, start)
     step, at = _largest_step(start, q)
     planned = False
     for joint in held if step > max_step and n_dof > task and solved.all() else []:
@@ -107,7 +107,9 @@ def solve_path(
     return PathAnswer(q, solved, step, at, planned, reason, time.perf_counter() - started)
 
 
-def _tracked(solver, P, Q, start):
+def tracked(solver, P, Q, start):
+    """Each target solved from the last answer (the first from ``start``), as a stream is:
+    the answers (NaN rows where rejected) and whether each was solved."""
     q = np.full((len(P), solver.arm.dof), np.nan)
     solved = np.zeros(len(P), bool)
     last = start
