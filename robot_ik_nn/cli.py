@@ -136,6 +136,13 @@ def cmd_bench(args) -> int:
         _write(args.out, result, answers.format_table(result))
         print(json.dumps(result, indent=2) if args.json else answers.format_table(result))
         return 0
+    if args.tracking:
+        from .bench import answers
+
+        result = answers.measure_tracking(args.model, args.tracking, args.tracking_targets, say)
+        _write(args.out, result, answers.format_tracking(result))
+        print(json.dumps(result, indent=2) if args.json else answers.format_tracking(result))
+        return 0
     if args.cuda:
         from .bench import cuda
 

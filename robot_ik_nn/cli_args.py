@@ -297,6 +297,13 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         "brute-force search, and tracking paths (the answers users ask for)",
     )
     only.add_argument(
+        "--tracking",
+        type=_count,
+        metavar="N",
+        help="measure only this: N paths of --tracking-targets targets 5 mm apart, each tracked "
+        "as a stream and given whole to solve_path, every answer judged by our kinematics",
+    )
+    only.add_argument(
         "--hardware",
         choices=["niryo_one", "niryo_ned", "inmoov_right_arm"],
         help="measure only this: the deploy session (dry run) driving that arm's emulator "
