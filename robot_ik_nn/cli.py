@@ -64,6 +64,10 @@ def cmd_solve(args) -> int:
     if args.solutions is not None and args.refine == 0:
         raise ValueError("--solutions needs refinement: --refine 0 is the network alone")
     solver = Solver.load(args.model, settings, backend=args.backend)
+    if args.path is not None:
+        return _solve_path(args, solver)
+    if args.start is not None:
+        raise ValueError("--start is where a --path begins: give --path FILE too")
     if args.solutions is None:
         answers = [solver.solve(args.xyz, args.quat)]
     else:
@@ -77,6 +81,89 @@ def cmd_solve(args) -> int:
                 print(f"answer {k + 1} of {len(outs)} ({args.order} first)")
             _print_answer(out)
     return 0 if outs[0]["status"] != REJECTED else 2
+
+
+def _solve_path(args, solver) -> int:
+    """``solve --path FILE``: joints for every target of the file, as CSV."""
+    import numpy as np
+
+    if args.quat is not None or args.solutions is not None:
+        raise ValueError(
+            "--path takes each target's orientation from the file: leave out "
+            "--quat and --solutions"
+        )
+    P, Q = _read_path(args.path)
+    if args.start is None:
+        first = solver.solve(P[0], None if Q is None else Q[0])
+        if first.q is None:
+            raise ValueError(f"{args.path}: the first target has no answer ({first.reason})")
+        start = first.q
+    else:
+        start = np.asarray(args.start)
+        if start.shape != (solver.arm.dof,):
+            raise ValueError(
+                f"--start needs {solver.arm.dof} joint values for {solver.arm.name}; "
+                f"got {len(start)}"
+            )
+    path = solver.solve_path(P, Q, start=start, max_step=args.max_step)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "ok": path.ok,
+                    "reason": path.reason,
+                    "max_step_rad": path.max_step,
+                    "at": path.at,
+                    "planned": path.planned,
+                    "seconds": path.seconds,
+                    "joint_names": solver.arm.joint_names,
+                    "solved": path.solved.tolist(),
+                    "joints": [None if not np.all(np.isfinite(q)) else q.tolist() for q in path.q],
+                }
+            )
+        )
+    else:
+        print(
+            f"# {len(P)} targets, {int(path.solved.sum())} solved, largest joint step "
+            f"{path.max_step:.4f} rad (to target {path.at})"
+            + (", planned over the self-motion" if path.planned else "")
+            + f", {path.seconds:.2f} s"
+        )
+        if path.reason:
+            print(f"# {path.reason}")
+        print("target,solved," + ",".join(solver.arm.joint_names))
+        for k, (q, ok) in enumerate(zip(path.q, path.solved)):
+            print(f"{k},{int(ok)}," + ",".join(f"{v:.6f}" for v in q))
+    return 0 if path.ok else 2
+
+
+def _read_path(name: str):
+    """(positions (n, 3), quaternions (n, 4) or None) from a path file (see ``--path``)."""
+    import numpy as np
+
+    try:
+        lines = open(name, encoding="utf-8").read().splitlines()
+    except OSError as error:
+        raise ValueError(f"--path: cannot read {name}: {error.strerror}") from None
+    rows = []
+    for number, line in enumerate(lines, 1):
+        line = line.split("#", 1)[0].replace(",", " ").split()
+        if not line:
+            continue
+        try:
+            values = [float(v) for v in line]
+        except ValueError:
+            raise ValueError(f"{name}, line {number}: not numbers: {' '.join(line)}") from None
+        if len(values) not in (3, 7) or (rows and len(values) != len(rows[0])):
+            raise ValueError(
+                f"{name}, line {number}: a target is 3 numbers (x y z) or 7 (x y z qx qy qz "
+                f"qw), the same on every line; got {len(values)}"
+            )
+        rows.append(values)
+    if not rows:
+        raise ValueError(f"--path: {name} holds no targets")
+    a = np.array(rows)
+    return a[:, :3], (a[:, 3:] if a.shape[1] == 7 else None)
 
 
 def _answer_dict(solver, answer) -> dict:
@@ -252,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     refusals = (ModelDirError, RobotModelError, ValueError, OSError)
     try:
         return args.func(args)
+    except BrokenPipeError:  # the reader went away (| head): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as err:
         # imported only by commands that train
         training = sys.modules.get("robot_ik_nn.learn.training")

@@ -188,13 +188,35 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
 
     s = sub.add_parser("solve", help="joint angles and joint quaternions for one target")
     s.add_argument("model")
-    s.add_argument(
+    where = s.add_mutually_exclusive_group(required=True)
+    where.add_argument(
         "--xyz",
         type=float,
         nargs=3,
-        required=True,
         metavar=("X", "Y", "Z"),
         help="the tool's position in the base frame (m)",
+    )
+    where.add_argument(
+        "--path",
+        metavar="FILE",
+        help="a whole path instead: a text file, a target per line, 'x y z' or 'x y z qx qy qz "
+        "qw' (spaces or commas; '#' starts a comment), answered with no joint step over "
+        "--max-step where the arm has such a way (Solver.solve_path); prints CSV: target, "
+        "solved, joints",
+    )
+    s.add_argument(
+        "--start",
+        type=float,
+        nargs="+",
+        metavar="RAD",
+        help="with --path: the arm's joints where the path begins (default: an answer to the "
+        "first target)",
+    )
+    s.add_argument(
+        "--max-step",
+        type=_positive,
+        default=0.2,
+        help="with --path: the largest joint step between two targets' answers (rad)",
     )
     s.add_argument(
         "--quat",

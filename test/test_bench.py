@@ -136,3 +136,22 @@ def test_bench_cuda_splits_the_batched_solver_and_judges_it(niryo_model):
             timeout=300,
         )
         assert run.returncode == 2 and "no CUDA device" in run.stderr
+
+
+def test_bench_tracking_judges_streamed_and_whole_paths(niryo_model, tmp_path):
+    out = tmp_path / "tracking.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "robot_ik_nn.cli", "bench", str(niryo_model), "--tracking", "2"]
+        + ["--tracking-targets", "60", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr
+    t = json.loads(out.read_text())["tracking"]
+    assert len(t["paths"]) == 2 and t["targets_per_path"] == 60 and t["all_solved"]
+    for row in t["paths"]:
+        assert row["solved"] == row["solve_path"]["solved_by_our_judge"] == 60
+        assert row["max_joint_step_rad"] <= 0.2 and not row["solve_path"]["planned"]
+    assert t["paths_with_a_step_over_0.2_rad"] == t["solve_path"]["paths_with_a_step_over_0.2_rad"]
+    assert "known beforehand (solve_path): all solved: True" in run.stdout

@@ -179,3 +179,47 @@ def test_errors_name_the_problem(tmp_path):
         run = cli(*words)
         assert run.returncode == 2 and said in run.stderr, (words, run.stderr)
         assert "Traceback" not in run.stderr and not (tmp_path / "y").exists()
+
+
+def test_solve_path_answers_a_file_of_targets(trained, tmp_path):
+    from robot_ik_nn.arm.rotations import matrix_to_quaternion
+    from robot_ik_nn.bench.measure import tracking_path
+    from robot_ik_nn.ik.solver import Solver
+
+    solver = Solver.load(trained)
+    q_path, P, R = tracking_path(solver.arm, solver.forward, 40, seed=101)
+    poses = tmp_path / "poses.csv"
+    poses.write_text(
+        "# x, y, z, qx, qy, qz, qw\n"
+        + "".join(",".join(map(str, [*p, *q])) + "\n" for p, q in zip(P, matrix_to_quaternion(R)))
+    )
+    run = cli("solve", str(trained), "--path", str(poses), "--start", *map(str, q_path[0]))
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("# 40 targets, 40 solved") and lines[1].startswith("target,solved,")
+    table = np.loadtxt(lines[2:], delimiter=",")
+    assert table.shape == (40, 8) and (table[:, 0] == np.arange(40)).all() and table[:, 1].all()
+    reached, turned = solver.forward(table[:, 2:])
+    assert np.linalg.norm(reached - P, axis=1).max() < 1e-3  # 6 decimals printed: ~1e-6 rad
+    steps = np.abs(np.diff(np.vstack([q_path[0], table[:, 2:]]), axis=0))
+    assert steps.max() <= 0.2
+    positions = tmp_path / "positions.txt"  # positions alone, no --start: the first answer
+    positions.write_text("".join(" ".join(map(str, p)) + "\n" for p in P))
+    out = json.loads(cli("solve", str(trained), "--path", str(positions), "--json").stdout)
+    assert out["ok"] and len(out["joints"]) == 40 and all(out["solved"])
+    assert out["max_step_rad"] <= 0.2 and out["joint_names"] == solver.arm.joint_names
+
+
+def test_solve_path_refuses_a_bad_file_by_line(trained, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("0.2 0 0.3\n\n0.2 0.01 0.3 1\n")
+    run = cli("solve", str(trained), "--path", str(bad))
+    assert run.returncode == 2 and f"{bad}, line 3: a target is 3 numbers" in run.stderr
+    bad.write_text("0.2 0 zero\n")
+    assert "line 1: not numbers" in cli("solve", str(trained), "--path", str(bad)).stderr
+    bad.write_text("# nothing\n")
+    assert "holds no targets" in cli("solve", str(trained), "--path", str(bad)).stderr
+    run = cli("solve", str(trained), "--path", str(bad), "--quat", "0", "0", "0", "1")
+    assert run.returncode == 2 and "leave out --quat" in run.stderr
+    run = cli("solve", str(trained), "--xyz", "0.2", "0", "0.3", "--start", "0")
+    assert run.returncode == 2 and "--start is where a --path begins" in run.stderr
