@@ -190,6 +190,24 @@ def test_a_known_path_is_planned_past_the_dead_end_tracking_meets(panda):
     assert pos_err.max() <= 1e-3 and rot_err.max() <= 0.01 and panda.within_limits(path.q).all()
 
 
+def test_a_known_path_changes_branch_where_two_meet(niryo):
+    """Niryo One path 184 (6 joints: no self-motion): tracked target by target, the answers
+    leave the path's own branch where two meet at a singular pose, and that branch ends at the
+    third joint's limit, with a 0.35 rad jump at target 262. Given the whole path, solve_path
+    takes the branches' answers, tracks them both ways and changes branch where they meet."""
+    solver = Solver(niryo)
+    q_path, P, R = tracking_path(niryo, solver.forward, 1000, seed=184)
+    Q = matrix_to_quaternion(R)
+    tracked = track(solver, P, Q, q_path[0])
+    assert np.abs(np.diff(tracked, axis=0)).max() > 0.3  # the jump is real
+    path = solver.solve_path(P, Q, start=q_path[0])
+    assert path.planned and path.ok
+    steps = np.abs(np.diff(np.vstack([q_path[0], path.q]), axis=0)).max(axis=1)
+    assert steps.max() <= 0.2 and path.max_step == pytest.approx(steps.max())
+    _, pos_err, rot_err = judge(solver.forward, niryo, path.q, P, R)
+    assert pos_err.max() <= 1e-3 and rot_err.max() <= 0.01 and niryo.within_limits(path.q).all()
+
+
 def test_a_path_without_a_jump_is_the_tracked_one_and_bad_requests_are_named(solver):
     q_path, P, R = tracking_path(solver.arm, solver.forward, 200, seed=100)
     Q = matrix_to_quaternion(R)

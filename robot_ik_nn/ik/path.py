@@ -91,18 +91,23 @@ def solve_path(
     q, solved = tracked(solver, P, Q, start)
     step, at = _largest_step(start, q)
     planned = False
-    for joint in held if step > max_step and n_dof > task and solved.all() else []:
+    jumps = step > max_step and solved.all()
+    for joint in held if jumps and n_dof > task else []:
         path = _Planner(solver, P, Q, joint, spacing, max_step).plan(start, q[0], every)
         if path is not None:
             q, planned = path, True
             step, at = _largest_step(start, q)
             break
+    if jumps and not planned:  # the branches: where two meet, a way can change from one to another
+        path = _branches(solver, P, Q, start, q, every, max_step)
+        if path is not None:
+            q, planned = path, True
+            step, at = _largest_step(start, q)
     reason = ""
     if step > max_step:
         reason = (
             f"no path found without a step over {max_step} rad: the largest, {step:.3f} rad, "
             f"is to target {at}"
-            + ("" if n_dof > task else f" ({solver.arm.name} has no self-motion to plan over)")
         )
     return PathAnswer(q, solved, step, at, planned, reason, time.perf_counter() - started)
 
@@ -221,3 +226,65 @@ class _Planner:
             if k > 0:
                 j = parents[k - 1][j]
         return q
+
+
+def _branches(solver, P, Q, start, tracked_q, every: int, max_step: float, k: int = 8):
+    """A way along the branches of answers, for an arm without self-motion (or where sampling
+    it found none). Its answers to a pose are isolated, on branches that meet at singular poses
+    (a wrist straight): crossing one, tracking can leave on either branch, and the one it takes
+    may end at a joint limit further on. Here every ``every`` targets the distinct answers
+    (``solutions=k``) and the tracked one are taken, each tracked forwards to the next such
+    target and backwards to the one before; where a forward and a backward track meet (at the
+    singular pose) the cheapest way can change branch. None when it finds no way through."""
+    fast = solver.with_settings(restarts=0)
+    n, dof = len(P), len(start)
+    marks = sorted(set(range(0, n, every)) | {n - 1})
+    points = [[] for _ in range(n)]
+
+    def quat(i):
+        return None if Q is None else Q[i]
+
+    def track(q, ks):
+        for i in ks:
+            if not len(q):
+                return
+            batch = fast.solve_batch(
+                np.repeat(P[i][None], len(q), 0),
+                None if Q is None else np.repeat(Q[i][None], len(q), 0),
+                current=q,
+                warm=q[:, None, :],
+            )
+            on = batch.solved & (np.abs(batch.q - q).max(axis=1) <= max_step)
+            q = batch.q[on]
+            points[i].append(q)
+
+    samples = {}
+    for m in marks:
+        found = [a.q for a in solver.solve(P[m], quat(m), solutions=k) if a.status == "solved"]
+        if np.all(np.isfinite(tracked_q[m])):
+            found.append(tracked_q[m])
+        samples[m] = np.array(found).reshape(-1, dof)
+        points[m].append(samples[m])
+    for a, b in zip(marks[:-1], marks[1:]):
+        track(samples[a], range(a + 1, b + 1))  # forwards
+        track(samples[b], range(b - 1, a - 1, -1))  # and backwards
+    layers = [np.concatenate(p) for p in points]
+    gap = np.abs(layers[0] - start)
+    cost = np.where(gap.max(axis=1) <= max_step, (gap**2).sum(axis=1), np.inf)
+    parents = []
+    for i in range(1, n):
+        gap = np.abs(layers[i][:, None] - layers[i - 1][None])  # (new, old, dof)
+        total = np.where(gap.max(axis=2) <= max_step, cost[None] + (gap**2).sum(axis=2), np.inf)
+        if not len(total) or not np.isfinite(total).any():
+            return None
+        parents.append(np.argmin(total, axis=1))
+        cost = total[np.arange(len(total)), parents[-1]]
+    j = int(np.argmin(cost))
+    if not np.isfinite(cost[j]):
+        return None
+    q = np.empty((n, dof))
+    for i in range(n - 1, -1, -1):
+        q[i] = layers[i][j]
+        if i > 0:
+            j = parents[i - 1][j]
+    return q
