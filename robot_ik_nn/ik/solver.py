@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import layout, outside, policy, seeds, targets
-from .inputs import joints, rows, vector
+from . import compiled_batch, layout, outside, policy, seeds, targets
+from .inputs import joints, vector
 from .settings import IKSettings
 from .targets import SOLVED, STATUS, Answer, BatchResult, words
 
@@ -308,63 +308,15 @@ class Solver:
             return self._variant(free_axis).solve_batch(
                 positions, quaternions, current=current, warm=warm
             )
-        started = time.perf_counter()
-        n = self.arm.dof
-        P = rows(positions, (3,), "positions")  # (B, 3); one target (3,) is a batch of one
-        B = len(P)
-        has_quat = quaternions is not None
-        Q = rows(quaternions, (4,), "quaternions", B) if has_quat else np.zeros((B, 4))
-        has_cur = current is not None
-        cur = joints(current, (B, n), "current") if has_cur else np.zeros((B, n))
-        W = joints(warm, (B, -1, n), "warm") if warm is not None else np.zeros((B, 0, n))
-        seeds_, has_seed = np.zeros((B, self.heads, n)), False
-        if self._outside and B > 0:  # the layers outside the kernel
-            seeds_, has_seed = outside.batch_seeds(
-                self, P, Q if has_quat else None, cur if has_cur else None
-            )
-        q, info = np.empty((B, n)), np.empty((B, 5))
-        policy.solve_batch(
-            self._model,
-            self._netw,
-            P,
-            Q,
-            has_quat,
-            W,
-            cur,
-            has_cur,
-            seeds_,
-            has_seed,
-            _chunks(B),
-            layout.scratch_size(n, self.heads, self.network.width if self.network else 1),
-            q,
-            info,
-        )
-        codes = info[:, 0].astype(np.int8)
-        collides = np.zeros(B, bool)
-        if self.checking:
-            for i in np.flatnonzero(codes == 1):
-                collides[i] = self._collides(q[i])
-
-        reasons = targets.batch_reasons(
-            codes, info[:, 1], info[:, 2], info[:, 3], P, Q if has_quat else None,
-            self._arm_words(), collides,
-        )
-        return BatchResult(
-            q,
-            codes,
-            info[:, 2].copy(),
-            info[:, 3].copy(),
-            reasons,
-            time.perf_counter() - started,
-            info[:, 4].astype(np.int64),
-            collides,
-        )
+        return compiled_batch.solve_batch(self, positions, quaternions, current, warm)
 
     def solve_path(self, positions, quaternions=None, *, start, max_step=0.2, joint=None):
         """Joints for a whole path of targets known beforehand (a Cartesian path planned
         offline), from the arm's joints ``start``: tracked target by target, and where that
-        steps over ``max_step`` (rad) on a redundant arm, planned over its sampled self-motion
-        instead (ik/path.py; ``joint``: the joint held to sample it, default the third)."""
+        steps over ``max_step`` (rad), planned instead over the sampled self-motion of a
+        redundant arm (``joint``: the joint held to sample it, default the third, then the
+        others) or over the branches of answers (ik/path.py)."""
+
         from .path import solve_path
 
         return solve_path(
@@ -406,7 +358,7 @@ class Solver:
             )
         Q = np.ascontiguousarray(Q.reshape(-1, self.arm.dof))
         P, R = np.empty((len(Q), 3)), np.empty((len(Q), 3, 3))
-        policy.forward_batch(self._model, Q, P, R, _chunks(len(Q)))
+        policy.forward_batch(self._model, Q, P, R, compiled_batch.chunks(len(Q)))
         return P, R
 
     def __repr__(self) -> str:
@@ -424,13 +376,6 @@ def _compiled_entry(dispatcher, args):
     signature = tuple(typeof(a) for a in args)
     compiled = getattr(dispatcher, "overloads", {}).get(signature)  # none: NUMBA_DISABLE_JIT
     return (dispatcher if compiled is None else compiled.entry_point), result
-
-
-def _chunks(batch: int) -> int:
-    """Slices of a batch for the kernel's threads: several per thread, so none waits long."""
-    from numba import get_num_threads
-
-    return max(1, min(batch, 8 * get_num_threads()))
 
 
 __all__ = ["Solver", "IKSettings", "Answer", "BatchResult"]
