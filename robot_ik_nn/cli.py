@@ -126,7 +126,7 @@ def _solve_path(args, solver) -> int:
         print(
             f"# {len(P)} targets, {int(path.solved.sum())} solved, largest joint step "
             f"{path.max_step:.4f} rad (to target {path.at})"
-            + (", planned over the self-motion" if path.planned else "")
+            + (", planned where tracking would jump" if path.planned else "")
             + f", {path.seconds:.2f} s"
         )
         if path.reason:

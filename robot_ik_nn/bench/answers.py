@@ -244,6 +244,6 @@ def _tracking_lines(t: dict, each: bool) -> str:
         f"    as a stream (solve with current=, last=): all solved: {t['all_solved']}, "
         f"{streamed}\n"
         f"    known beforehand (solve_path): all solved: {w['all_solved']}, {whole}, "
-        f"{w['paths_planned']} planned over the self-motion (at most {w['seconds_max']:.1f} s "
-        "a path)"
+        f"{w['paths_planned']} planned where tracking would jump (at most "
+        f"{w['seconds_max']:.1f} s a path)"
     )

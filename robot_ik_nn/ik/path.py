@@ -4,24 +4,28 @@
 Tracking one target at a time (``solve(..., current=, last=)``) cannot look ahead. On a 7-joint
 arm a pose leaves one-dimensional room, the self-motion, and the tracked answers drift along it;
 they can reach a joint limit that the path later needs them past, where the only answer left is
-a jump (docs/design_notes.md: "Tracking a redundant arm without jumps"). Given the whole path,
-this plans instead:
+a jump (docs/design_notes.md: "Tracking a redundant arm without jumps"). On any arm, where the
+path crosses a singular pose (a wrist held straight) two branches of answers meet, and tracking
+may leave on the one that later ends at a limit. Given the whole path, this plans instead:
 
 1. Track from ``start`` target by target. Without a step over ``max_step``, that is the answer.
-2. Otherwise sample the self-motion: at the first target and every ``every`` targets after it,
-   the answers with one joint (``joint``; by default the third, then each other in turn until a
-   way is found: where the held joint's value folds back along the self-motion, a stretch is
-   cut short) held at values ``spacing`` apart, walked outwards from the tracked answers (each
-   refined from the last, so one stretch of self-motion at a time).
+2. On an arm with self-motion, sample it: at the first target and every ``every`` targets after
+   it, the answers with one joint (``joint``; by default the third, then each other in turn
+   until a way is found: where the held joint's value folds back along the self-motion, a
+   stretch is cut short) held at values ``spacing`` apart, walked outwards from the tracked
+   answers (each refined from the last, so one stretch of self-motion at a time).
    Every sample is tracked on to the next target, all in one batch call per target; a sample
    that misses its target or steps over ``max_step`` ends there.
-3. The cheapest way through these layers from ``start`` to the last target (dynamic programming:
-   a step over ``max_step`` is forbidden, each step costs its squared joint distance).
+   The cheapest way through these layers from ``start`` to the last target (dynamic
+   programming: a step over ``max_step`` is forbidden, each step costs its squared joint
+   distance).
+3. Otherwise (no self-motion, or no way found over it) the branches: every ``every`` targets
+   the distinct answers (``solutions=8``) and the tracked one, each tracked forwards to the next
+   such target and backwards to the one before, and the cheapest way through them all, which
+   can change branch where a forward and a backward track meet.
 
 ROS-Industrial's Descartes plans over sampled answers in the same way; here the samples are
-tracked along the path, so neighbours stay neighbours and the layers stay small. An arm without
-self-motion (6 joints for a pose, 3 for a position) gets step 1 alone: its answers are isolated
-branches, and leaving one is always a jump.
+tracked along the path, so neighbours stay neighbours and the layers stay small.
 """
 
 from __future__ import annotations

@@ -65,6 +65,6 @@ def serve_path(node, msg) -> None:
     node.trajectory_pub.publish(traj)  # header.stamp zero: start now
     node.last_solution = commands[-1].positions
     words = f"path of {len(P)} poses, largest joint step {path.max_step:.3f} rad" + (
-        ", planned over the self-motion" if path.planned else ""
+        ", planned where tracking would jump" if path.planned else ""
     )
     node.report(SOLVED, words, started, duration=commands[-1].duration)
