@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from .inputs import joints, rows
 from .layout import HI, LO, parts
@@ -103,7 +104,8 @@ def solve_path(
             step, at = _largest_step(start, q)
             break
     if jumps and not planned:  # the branches: where two meet, a way can change from one to another
-        path = _branches(solver, P, Q, start, q, every, max_step)
+        walker = _Planner(solver, P, Q, held[0], spacing, max_step) if n_dof > task else None
+        path = _branches(solver, P, Q, start, q, every, max_step, walker)
         if path is not None:
             q, planned = path, True
             step, at = _largest_step(start, q)
@@ -191,55 +193,92 @@ class _Planner:
         ``first``: the tracked answer to the first target (within ``max_step`` of ``start``)."""
         n, max_step = len(self.P), self.max_step
         layer = self.samples(0, first[None])
-        # the arm is at the start: a way begins at an answer within a step of it
-        gap = np.abs(layer - start)
-        cost = np.where(gap.max(axis=1) <= max_step, (gap**2).sum(axis=1), np.inf)
-        reached = np.isfinite(cost)  # only what a way from the start reaches is carried on
-        layer, cost = layer[reached], cost[reached]
+        layer, cost = _begin(layer, start, max_step)
         layers, parents = [layer], []
         for k in range(1, n):
             prev = layers[-1]
-            batch = self.fast.solve_batch(
-                np.repeat(self.P[k][None], len(prev), 0),
-                None if self.Q is None else np.repeat(self.Q[k][None], len(prev), 0),
-                current=prev,
-                warm=prev[:, None, :],
-            )
-            on = batch.solved & (np.abs(batch.q - prev).max(axis=1) <= max_step)
-            layer = batch.q[on]
+            layer = _onward(self.fast, self.P, self.Q, k, prev, max_step)
             if k % every == 0 and len(layer):
                 layer = self.samples(k, layer)
-            if not len(layer):
+            kept, parent, cost = _links(layer, prev, cost, max_step)
+            if not len(kept):
                 return None
-            gap = np.abs(layer[:, None] - prev[None])  # (new, old, dof)
-            total = np.where(
-                gap.max(axis=2) <= max_step, cost[None] + (gap**2).sum(axis=2), np.inf
-            )
-            parent = np.argmin(total, axis=1)
-            cost = total[np.arange(len(layer)), parent]
-            reached = np.isfinite(cost)
-            if not reached.any():
-                return None
-            layer, cost, parent = layer[reached], cost[reached], parent[reached]
-            layers.append(layer)
+            layers.append(layer[kept])
             parents.append(parent)
-        j = int(np.argmin(cost))
-        q = np.empty((n, len(start)))
-        for k in range(n - 1, -1, -1):
-            q[k] = layers[k][j]
-            if k > 0:
-                j = parents[k - 1][j]
+        return _way_back(layers, parents, cost)
+
+
+def _onward(fast, P, Q, k, q, max_step):
+    """Answers ``q`` tracked on to target ``k`` in one batch call (``fast``: no restarts), less
+    those that miss it or step over ``max_step``."""
+    if not len(q):
         return q
+    batch = fast.solve_batch(
+        np.repeat(P[k][None], len(q), 0),
+        None if Q is None else np.repeat(Q[k][None], len(q), 0),
+        current=q,
+        warm=q[:, None, :],
+    )
+    return batch.q[batch.solved & (np.abs(batch.q - q).max(axis=1) <= max_step)]
 
 
-def _branches(solver, P, Q, start, tracked_q, every: int, max_step: float, k: int = 8):
-    """A way along the branches of answers, for an arm without self-motion (or where sampling
-    it found none). Its answers to a pose are isolated, on branches that meet at singular poses
-    (a wrist straight): crossing one, tracking can leave on either branch, and the one it takes
-    may end at a joint limit further on. Here every ``every`` targets the distinct answers
-    (``solutions=k``) and the tracked one are taken, each tracked forwards to the next such
-    target and backwards to the one before; where a forward and a backward track meet (at the
-    singular pose) the cheapest way can change branch. None when it finds no way through."""
+def _apart(q, tolerance):
+    """``q`` less the rows within ``tolerance`` (every joint) of a row kept before them."""
+    kept = []
+    for row in q:
+        if not kept or np.abs(np.array(kept) - row).max(axis=1).min() > tolerance:
+            kept.append(row)
+    return np.array(kept).reshape(-1, q.shape[1])
+
+
+def _begin(layer, start, max_step):
+    """The answers of the first layer a way can begin at (within a step of the arm's joints
+    ``start``), and each one's cost."""
+    gap = np.abs(layer - start)
+    reached = gap.max(axis=1) <= max_step
+    return layer[reached], (gap[reached] ** 2).sum(axis=1)
+
+
+def _links(layer, prev, cost, max_step):
+    """The cheapest way on to each answer of ``layer`` from the layer before (``prev``, its
+    ways' costs ``cost``): a step over ``max_step`` on any joint is forbidden, a step costs its
+    squared length. Returns the answers reached (indices), each one's parent in ``prev`` and
+    cost; pairs within a step are found by a k-d tree, so a layer of thousands stays cheap."""
+    none = np.zeros(0, int)
+    if not len(layer) or not len(prev):
+        return none, none, np.zeros(0)
+    pairs = cKDTree(layer).sparse_distance_matrix(
+        cKDTree(prev), max_step, p=np.inf, output_type="ndarray"
+    )
+    new, old = pairs["i"], pairs["j"]
+    total = cost[old] + ((layer[new] - prev[old]) ** 2).sum(axis=1)
+    order = np.lexsort((total, new))  # by answer, the cheapest first
+    new, old, total = new[order], old[order], total[order]
+    first = np.r_[True, new[1:] != new[:-1]] if len(new) else np.zeros(0, bool)
+    return new[first], old[first], total[first]
+
+
+def _way_back(layers, parents, cost) -> np.ndarray:
+    """The cheapest way, followed back from its last answer through the parents."""
+    j = int(np.argmin(cost))
+    q = np.empty((len(layers), layers[0].shape[1]))
+    for k in range(len(layers) - 1, -1, -1):
+        q[k] = layers[k][j]
+        if k > 0:
+            j = parents[k - 1][j]
+    return q
+
+
+def _branches(solver, P, Q, start, tracked_q, every: int, max_step: float, walker, k: int = 8):
+    """A way along the branches of answers, for an arm without self-motion, or where
+    sampling its self-motion one held joint at a time found none. Without self-motion the
+    answers to a pose are isolated, on branches that meet at singular poses (a wrist straight):
+    crossing one, tracking can leave on either branch, and the one it takes may end at a joint
+    limit further on. Here every ``every`` targets the distinct answers (``solutions=k``) and
+    the tracked one are taken (with ``walker``, the stretches of self-motion through them too),
+    each tracked forwards to the next such target and backwards to the one before; where a
+    forward and a backward track meet (at the singular pose, or beside a limit the path presses
+    on) the cheapest way can change from one to the other. None when it finds no way through."""
     fast = solver.with_settings(restarts=0)
     n, dof = len(P), len(start)
     marks = sorted(set(range(0, n, every)) | {n - 1})
@@ -250,45 +289,33 @@ def _branches(solver, P, Q, start, tracked_q, every: int, max_step: float, k: in
 
     def track(q, ks):
         for i in ks:
-            if not len(q):
-                return
-            batch = fast.solve_batch(
-                np.repeat(P[i][None], len(q), 0),
-                None if Q is None else np.repeat(Q[i][None], len(q), 0),
-                current=q,
-                warm=q[:, None, :],
-            )
-            on = batch.solved & (np.abs(batch.q - q).max(axis=1) <= max_step)
-            q = batch.q[on]
+            q = _onward(fast, P, Q, i, q, max_step)
             points[i].append(q)
+        return q
 
-    samples = {}
-    for m in marks:
+    def sample(m, arrived):
+        """The answers at target ``m``: the distinct ones, the tracked one and the forward
+        tracks arriving there (so that a way goes on through every mark)."""
         found = [a.q for a in solver.solve(P[m], quat(m), solutions=k) if a.status == "solved"]
-        if np.all(np.isfinite(tracked_q[m])):
-            found.append(tracked_q[m])
-        samples[m] = np.array(found).reshape(-1, dof)
-        points[m].append(samples[m])
+        found = np.array(found + [tracked_q[m]] + list(arrived)).reshape(-1, dof)
+        found = _apart(found[np.all(np.isfinite(found), axis=1)], 1e-3)
+        if walker is not None:  # and, on an arm with self-motion, the stretches through them
+            found = walker.samples(m, found)
+        points[m].append(found)
+        return found
+
+    here = sample(marks[0], [])
     for a, b in zip(marks[:-1], marks[1:]):
-        track(samples[a], range(a + 1, b + 1))  # forwards
-        track(samples[b], range(b - 1, a - 1, -1))  # and backwards
-    layers = [np.concatenate(p) for p in points]
-    gap = np.abs(layers[0] - start)
-    cost = np.where(gap.max(axis=1) <= max_step, (gap**2).sum(axis=1), np.inf)
-    parents = []
+        arrived = _onward(fast, P, Q, b, track(here, range(a + 1, b)), max_step)  # forwards
+        here = sample(b, arrived)
+        track(here, range(b - 1, a - 1, -1))  # and backwards
+    layer, cost = _begin(np.concatenate(points[0]), start, max_step)
+    layers, parents = [layer], []
     for i in range(1, n):
-        gap = np.abs(layers[i][:, None] - layers[i - 1][None])  # (new, old, dof)
-        total = np.where(gap.max(axis=2) <= max_step, cost[None] + (gap**2).sum(axis=2), np.inf)
-        if not len(total) or not np.isfinite(total).any():
+        layer = np.concatenate(points[i])
+        kept, parent, cost = _links(layer, layers[-1], cost, max_step)
+        if not len(kept):
             return None
-        parents.append(np.argmin(total, axis=1))
-        cost = total[np.arange(len(total)), parents[-1]]
-    j = int(np.argmin(cost))
-    if not np.isfinite(cost[j]):
-        return None
-    q = np.empty((n, dof))
-    for i in range(n - 1, -1, -1):
-        q[i] = layers[i][j]
-        if i > 0:
-            j = parents[i - 1][j]
-    return q
+        layers.append(layer[kept])
+        parents.append(parent)
+    return _way_back(layers, parents, cost)
