@@ -208,6 +208,21 @@ def test_a_known_path_changes_branch_where_two_meet(niryo):
     assert pos_err.max() <= 1e-3 and rot_err.max() <= 0.01 and niryo.within_limits(path.q).all()
 
 
+def test_a_path_pressed_on_a_limit_is_planned_over_the_branches(panda):
+    """Panda path 567: its own joints press on the seventh joint's limit from target 67 on.
+    Tracked, the answers leave the path's stretch of self-motion and jump 2.9 rad; holding any
+    one joint samples no way through either. The branches (the distinct answers and the
+    stretches through them, tracked both ways between marks) hold one."""
+    solver = Solver(panda)
+    q_path, P, R = tracking_path(panda, solver.forward, 300, seed=567)
+    Q = matrix_to_quaternion(R)
+    assert np.abs(np.diff(track(solver, P, Q, q_path[0]), axis=0)).max() > 1.0
+    path = solver.solve_path(P, Q, start=q_path[0])
+    assert path.planned and path.ok and path.max_step <= 0.2
+    _, pos_err, rot_err = judge(solver.forward, panda, path.q, P, R)
+    assert pos_err.max() <= 1e-3 and rot_err.max() <= 0.01 and panda.within_limits(path.q).all()
+
+
 def test_a_path_without_a_jump_is_the_tracked_one_and_bad_requests_are_named(solver):
     q_path, P, R = tracking_path(solver.arm, solver.forward, 200, seed=100)
     Q = matrix_to_quaternion(R)
