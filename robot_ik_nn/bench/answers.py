@@ -218,6 +218,10 @@ def format_tracking(r: dict) -> str:
     return f"{r['robot']}\n" + _tracking_lines(r["tracking"], each=False)
 
 
+def _paths(count: int) -> str:
+    return f"{count} path" + ("" if count == 1 else "s")
+
+
 def _tracking_lines(t: dict, each: bool) -> str:
     w, over = t["solve_path"], t.get("paths_with_a_step_over_0.2_rad")
     streamed = (
@@ -228,13 +232,13 @@ def _tracking_lines(t: dict, each: bool) -> str:
         )
         + " rad"
         if each
-        else f"{over} paths with a joint step over 0.2 rad, the largest "
+        else f"{_paths(over)} with a joint step over 0.2 rad, the largest "
         f"{t['max_joint_step_rad']:.3f} rad"
     )
     whole = (
         f"largest joint step {w['max_joint_step_rad']:.3f} rad"
         if each
-        else f"{w['paths_with_a_step_over_0.2_rad']} paths with a joint step over 0.2 rad, "
+        else f"{_paths(w['paths_with_a_step_over_0.2_rad'])} with a joint step over 0.2 rad, "
         f"the largest {w['max_joint_step_rad']:.3f} rad"
     )
     return (
