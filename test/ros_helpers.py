@@ -109,3 +109,23 @@ def publish_until(probe, publish, topic: str, timeout: float = 30.0, every: floa
                 return
             time.sleep(0.01)
     raise AssertionError(f"nothing on {topic} after publishing for {timeout} s")
+
+
+def set_parameter(probe, name, value, kind, node: str = "/inference_node"):
+    """Set ``node``'s parameter ``name`` through its set_parameters service, as ``ros2 param
+    set`` does; the service's result (``successful``, ``reason``)."""
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+
+    client = probe.node.create_client(SetParameters, f"{node}/set_parameters")
+    assert client.wait_for_service(10)
+    field = {
+        ParameterType.PARAMETER_DOUBLE: "double_value",
+        ParameterType.PARAMETER_STRING: "string_value",
+    }[kind]
+    value_msg = ParameterValue(type=kind, **{field: value})
+    future = client.call_async(
+        SetParameters.Request(parameters=[Parameter(name=name, value=value_msg)])
+    )
+    probe.wait_for(future.done, 10, "set_parameters")
+    return future.result().results[0]

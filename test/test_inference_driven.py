@@ -8,8 +8,9 @@ import pytest
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Pose, PoseArray, PoseStamped
+from rcl_interfaces.msg import ParameterType
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from ros_helpers import Probe, node_process, stop
+from ros_helpers import Probe, node_process, set_parameter, stop
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
@@ -140,3 +141,35 @@ def test_a_path_of_poses_becomes_one_trajectory_through_all_of_them(driven, niry
     said = verdict(probe, q_path[0], path(poses))
     assert said.startswith("rejected: pose 3 of 5:") and "not finite" in said, said
     assert inference.poll() is None
+
+
+def test_a_streamed_answer_past_jump_threshold_is_refused(driven):
+    """jump_threshold: an answer that moves a joint further than it from the last one commanded
+    is refused and said so, not commanded; one within it is commanded."""
+    probe, _ = driven
+    solver = Solver(ARM)
+    a = np.array([0.2, -0.3, 0.2, 0.1, -0.5, 0.1])
+    turned = a + [0.9, 0.0, 0.0, 0.0, 0.0, 0.0]  # the base turned: no answer lies near a's
+    near = a + [0.05, 0.0, 0.0, 0.0, 0.0, 0.0]
+
+    def target(q):
+        p, R = solver.forward(q)
+        quat = matrix_to_quaternion(R)[0]
+
+        def send():
+            msg = _stamped(probe, PoseStamped())
+            msg.pose = _pose(p[0], quat)
+            probe.targets.publish(msg)
+
+        return send
+
+    double = ParameterType.PARAMETER_DOUBLE
+    assert verdict(probe, a, target(a)).startswith("solved")  # no threshold yet: commanded
+    assert set_parameter(probe, "jump_threshold", 0.5, double).successful
+    try:
+        said = verdict(probe, a, target(turned))
+        assert said.startswith("rejected") and "a jump: the answer moves joint_1 0.9" in said
+        assert "jump_threshold 0.5 rad" in said
+        assert verdict(probe, a, target(near)).startswith("solved")
+    finally:
+        set_parameter(probe, "jump_threshold", 0.0, double)

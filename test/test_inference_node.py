@@ -8,11 +8,9 @@ import pytest
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import Parameter as ParameterMsg
-from rcl_interfaces.msg import ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParameters
+from rcl_interfaces.msg import ParameterType
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from ros_helpers import Probe, node_process, publish_until, stop
+from ros_helpers import Probe, node_process, publish_until, set_parameter, stop
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -230,7 +228,7 @@ def test_a_target_stream_at_200_hz_is_answered_in_order(served):
     path = torch.minimum(torch.maximum(path, inside[0]), inside[1])
     pos, rot = KIN.forward(path)
     quat = matrix_to_quaternion(rot)
-    assert _set_parameter(
+    assert set_parameter(
         fixture_probe, "stale_timeout", 60.0, ParameterType.PARAMETER_DOUBLE
     ).successful
     probe = Probe("stream_probe")
@@ -262,37 +260,22 @@ def test_a_target_stream_at_200_hz_is_answered_in_order(served):
     finally:
         probe.close()
         fixture_probe.paused.clear()
-        _set_parameter(fixture_probe, "stale_timeout", 0.2, ParameterType.PARAMETER_DOUBLE)
+        set_parameter(fixture_probe, "stale_timeout", 0.2, ParameterType.PARAMETER_DOUBLE)
     reached, reached_rot = KIN.forward(commands)
     # the k-th command answers the k-th target: in order, every one solved
     assert torch.linalg.norm(reached - pos, dim=-1).max() <= 1e-3
     assert rotation_angle(reached_rot, rot).max() <= 0.01
 
 
-def _set_parameter(probe, name, value, kind):
-    client = probe.node.create_client(SetParameters, "/inference_node/set_parameters")
-    assert client.wait_for_service(10)
-    field = {
-        ParameterType.PARAMETER_DOUBLE: "double_value",
-        ParameterType.PARAMETER_STRING: "string_value",
-    }[kind]
-    value_msg = ParameterValue(type=kind, **{field: value})
-    future = client.call_async(
-        SetParameters.Request(parameters=[ParameterMsg(name=name, value=value_msg)])
-    )
-    probe.wait_for(future.done, 10, "set_parameters")
-    return future.result().results[0]
-
-
 def test_parameters_are_validated_on_set(served):
     probe, _, _ = served
-    assert not _set_parameter(
+    assert not set_parameter(
         probe, "stale_timeout", -1.0, ParameterType.PARAMETER_DOUBLE
     ).successful
-    assert not _set_parameter(
+    assert not set_parameter(
         probe, "model_dir", "/elsewhere", ParameterType.PARAMETER_STRING
     ).successful
-    assert _set_parameter(probe, "stale_timeout", 0.25, ParameterType.PARAMETER_DOUBLE).successful
+    assert set_parameter(probe, "stale_timeout", 0.25, ParameterType.PARAMETER_DOUBLE).successful
 
 
 def test_choose_commands_the_first_answer_in_that_order(served, niryo_model):
@@ -307,10 +290,10 @@ def test_choose_commands_the_first_answer_in_that_order(served, niryo_model):
             break
     else:
         pytest.fail("no target with several answers among 100")
-    assert not _set_parameter(
+    assert not set_parameter(
         probe, "choose", "prettiest", ParameterType.PARAMETER_STRING
     ).successful
-    assert _set_parameter(
+    assert set_parameter(
         probe, "choose", "manipulability", ParameterType.PARAMETER_STRING
     ).successful
     # the command for this target: on a loaded machine the stream test's last commands may still
@@ -333,7 +316,7 @@ def test_choose_commands_the_first_answer_in_that_order(served, niryo_model):
                 time.sleep(0.01)
         q = ours()
     finally:
-        assert _set_parameter(probe, "choose", "", ParameterType.PARAMETER_STRING).successful
+        assert set_parameter(probe, "choose", "", ParameterType.PARAMETER_STRING).successful
     assert q is not None, "no command for the target within 60 s"
     np.testing.assert_allclose(q, expected[0].q, atol=1e-9)
 

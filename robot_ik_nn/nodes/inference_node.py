@@ -194,6 +194,9 @@ class InferenceNode(Node):
         why = not_commanded(answer, self.accept_best_effort)
         if why:
             return self.report(answer.status, why, started, answer)
+        why = self._jump(answer.q)
+        if why:  # solved, but not to be commanded
+            return self.report(REJECTED, why, started, answer)
         age = now_seconds(self) - stamp_seconds(msg.header.stamp)
         if age > self.stale_timeout:  # the answer came too late to act on (and the joints too)
             return self.report(
@@ -216,6 +219,19 @@ class InferenceNode(Node):
         self.goal_stamp = msg.header.stamp  # an arm node refuses goals from before ~/resume
         self.publish(command, current)
         self.report(answer.status, answer.reason, started, answer, command.duration)
+
+    def _jump(self, q) -> str:
+        """Why answer ``q`` is a jump from the last one commanded ("" when it is not)."""
+        if not self.jump_threshold or self.last_solution is None or q is None:
+            return ""
+        step = np.abs(np.asarray(q) - self.last_solution)
+        if step.max() <= self.jump_threshold:
+            return ""
+        return (
+            f"a jump: the answer moves {self.names[int(np.argmax(step))]} {step.max():.3f} rad "
+            f"from the last one commanded (jump_threshold {self.jump_threshold} rad); not "
+            "commanded (send the whole path to ~/target_path to plan around it)"
+        )
 
     # -- outputs ----------------------------------------------------------------------------------
     def publish(self, command, current) -> None:

@@ -96,6 +96,13 @@ PARAMETERS = {
         "~/target_path: the largest step of any joint between two answers of a path (rad)",
         {"lo": 0.01, "hi": 3.2},
     ),
+    "jump_threshold": (
+        0.0,
+        "~/target_pose: an answer that moves a joint more than this from the last one commanded "
+        "is refused, not commanded (rad; 0: no limit). A stream cannot look ahead, and tracking "
+        "can jump where ~/target_path, given the whole path, would not",
+        {"lo": 0.0, "hi": 6.3},
+    ),
     "choose": (
         "",
         "which answer to command when a target has several: '' the first found (fastest); "
