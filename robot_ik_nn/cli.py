@@ -3,6 +3,7 @@
 robot-ik-nn train --robot niryo_one --minutes 5 --out models/niryo_one [--view]
 robot-ik-nn eval models/niryo_one --targets 10000 [--json]
 robot-ik-nn solve models/niryo_one --xyz 0.25 0 0.3 --quat 0 0.7071 0 0.7071 [--json]
+robot-ik-nn solve models/niryo_one --path poses.csv [--start J1 ... J6]   (a whole path, as CSV)
 robot-ik-nn bench models/niryo_one [--peers] [--json] [--out FILE]
 robot-ik-nn export models/niryo_one [--out niryo_one.tar.gz] [--onnx]
 robot-ik-nn merge models/left models/right --out models/merged [--minutes 3]
