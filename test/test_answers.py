@@ -223,6 +223,23 @@ def test_a_path_pressed_on_a_limit_is_planned_over_the_branches(panda):
     assert pos_err.max() <= 1e-3 and rot_err.max() <= 0.01 and panda.within_limits(path.q).all()
 
 
+def test_a_path_with_a_free_tool_axis_is_planned_through(niryo):
+    """With the tool's z axis free the Niryo One keeps one joint of room per pose, a
+    self-motion like a 7-joint arm's: tracked, path 109 jumps; given whole, it is planned
+    through, with the tool's z axis on the target's everywhere."""
+    solver = Solver(niryo, settings=IKSettings(free_axis="z"))
+    q_path, P, R = tracking_path(niryo, solver.forward, 1000, seed=109)
+    Q = matrix_to_quaternion(R)
+    assert np.abs(np.diff(track(solver, P, Q, q_path[0]), axis=0)).max() > 0.2
+    path = solver.solve_path(P, Q, start=q_path[0])
+    assert path.planned and path.ok and path.max_step <= 0.2
+    reached, turned = solver.forward(path.q)
+    assert np.linalg.norm(reached - P, axis=1).max() <= 1e-3
+    assert np.einsum("bi,bi->b", turned[:, :, 2], R[:, :, 2]).min() >= np.cos(0.01)  # z on z
+    with pytest.raises(TypeError, match="give the settings by name"):
+        Solver(niryo, IKSettings())
+
+
 def test_a_path_without_a_jump_is_the_tracked_one_and_bad_requests_are_named(solver):
     q_path, P, R = tracking_path(solver.arm, solver.forward, 200, seed=100)
     Q = matrix_to_quaternion(R)

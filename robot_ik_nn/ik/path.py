@@ -92,7 +92,8 @@ def solve_path(
         held = [int(joint)]
     else:
         raise ValueError(f"joint must be a joint's index from 0 to {n_dof - 1}; got {joint!r}")
-    task = 6 if Q is not None else 3  # the numbers a target fixes (free_axis leaves more room)
+    # the numbers a target fixes: a free tool axis leaves one more for the self-motion
+    task = 3 if Q is None else (5 if solver.settings.free_axis else 6)
     q, solved = tracked(solver, P, Q, start)
     step, at = _largest_step(start, q)
     planned = False

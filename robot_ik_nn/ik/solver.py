@@ -47,6 +47,11 @@ class Solver:
             raise ValueError(
                 f"unknown backend {backend!r}; choose one of {', '.join(seeds.BACKENDS)}"
             )
+        if isinstance(network, IKSettings):
+            raise TypeError(
+                "Solver(arm, network, settings): the second argument is the network; give "
+                "the settings by name, Solver(arm, settings=IKSettings(...))"
+            )
         self.arm = arm
         self.settings = settings or IKSettings()
         self.network = network
