@@ -256,7 +256,8 @@ def test_a_path_without_a_jump_is_the_tracked_one_and_bad_requests_are_named(sol
     with pytest.raises(ValueError, match="a path needs at least one target"):
         solver.solve_path(np.zeros((0, 3)), np.zeros((0, 4)), start=q_path[0])
     far = np.array(q_path[0]) + 1.0  # the first answer lies a turn of every joint away
-    jumped = solver.solve_path(P[:20], Q[:20], start=far)
-    assert not jumped.ok and jumped.at == 0 and "no path found without a step over 0.2" in (
-        jumped.reason
-    )
+    for n in (20, 1):  # one target: no way can begin (a path of one, planned, said so)
+        jumped = solver.solve_path(P[:n], Q[:n], start=far)
+        assert not jumped.ok and jumped.at == 0 and "no path found without a step over 0.2" in (
+            jumped.reason
+        )

@@ -259,8 +259,11 @@ def _links(layer, prev, cost, max_step):
     return new[first], old[first], total[first]
 
 
-def _way_back(layers, parents, cost) -> np.ndarray:
-    """The cheapest way, followed back from its last answer through the parents."""
+def _way_back(layers, parents, cost) -> np.ndarray | None:
+    """The cheapest way, followed back from its last answer through the parents (None when
+    no way begins: a path of one target whose answers all lie over a step from the start)."""
+    if not len(cost):
+        return None
     j = int(np.argmin(cost))
     q = np.empty((len(layers), layers[0].shape[1]))
     for k in range(len(layers) - 1, -1, -1):
