@@ -136,12 +136,22 @@ def spin_node(node_factory, args=None) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception as err:  # noqa: BLE001
+        if shut_down_under_spin():
+            return code
         name = node.get_name() if node is not None else "robot_ik_nn"
         print(f"[{name}] fatal: {err}", file=sys.stderr)
         code = 1
     finally:
         take_down([node] if node is not None else [])
     return code
+
+
+def shut_down_under_spin() -> bool:
+    """Whether rclpy's context is down: Ctrl-C's handler shuts it while an executor spins, and
+    the spin then fails to build its wait set (an RCLError, not ExternalShutdownException, when
+    the handler comes between the executor's check and the wait). That failure is the shutdown
+    the user asked for, not an error to report."""
+    return not rclpy.ok()
 
 
 def take_down(nodes) -> None:

@@ -12,7 +12,7 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
 from .arm_node import ArmNode
-from .common import take_down
+from .common import shut_down_under_spin, take_down
 from .inference_node import InferenceNode
 from .learner_node import LearnerNode
 from .sim_node import SimNode
@@ -74,8 +74,11 @@ def run(planned, args=None) -> int:
     except (KeyboardInterrupt, ExternalShutdownException):
         code = 130
     except Exception as err:  # noqa: BLE001 - a node that cannot start ends the session with its reason
-        print(f"[launch] fatal: {err}", file=sys.stderr)
-        code = 1
+        if shut_down_under_spin():
+            code = 130
+        else:
+            print(f"[launch] fatal: {err}", file=sys.stderr)
+            code = 1
     finally:
         executor.shutdown(timeout_sec=5.0)  # no callback runs while the nodes are taken down
         take_down([node for _, node in reversed(started)])

@@ -23,7 +23,7 @@ from visualization_msgs.msg import MarkerArray
 
 from ..view.learning import LearningView
 from ..view.page import xyzw_to_wxyz
-from .common import RELIABLE
+from .common import RELIABLE, shut_down_under_spin
 
 
 class RosLink:
@@ -71,6 +71,9 @@ class RosLink:
                 self.executor.spin_once(timeout_sec=0.05)
         except ExternalShutdownException:  # Ctrl-C: rclpy's handler shut the context down
             pass
+        except Exception:  # noqa: BLE001
+            if not shut_down_under_spin():  # the same Ctrl-C, caught building the wait set
+                raise
 
     # -- from the page to ROS ---------------------------------------------------------------------
     def send_target(self, position, quaternion) -> None:

@@ -109,12 +109,18 @@ def run(args) -> int:
     page = build(args)
     if RosLink is not None:
         link = RosLink(page, learning=args.learning)
-    stop = threading.Event()
+    stop, interrupted = threading.Event(), threading.Event()
+
+    def on_ctrl_c(*_):  # a flag, not KeyboardInterrupt: raised inside a lock's handling it can
+        interrupted.set()  # leave the lock released twice ("release unlocked lock"); and with
+        stop.set()  # --ros, rclpy's own handler shut the context under the spinning thread
+
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, on_ctrl_c)
     print(f"view ready: http://{args.host}:{page.port}", flush=True)
     try:
         page.wait(stop)
     finally:
         if link is not None:
             link.close()
-    return 0
+    return 130 if interrupted.is_set() else 0

@@ -229,8 +229,8 @@ class ArmPage:
         """Serve until ``stop`` is set (or Ctrl-C, which propagates once the page is closed)."""
         stop = stop or threading.Event()
         try:
-            while not stop.wait(0.5):
-                pass
+            while not stop.is_set():  # not stop.wait(): a signal handler that sets ``stop``
+                time.sleep(0.2)  # would run inside wait's lock and take it again: a deadlock
         finally:
             self.close()
 
