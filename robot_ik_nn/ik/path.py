@@ -98,14 +98,16 @@ def solve_path(
     step, at = _largest_step(start, q)
     planned = False
     jumps = step > max_step and solved.all()
+    planners = {}  # each holds the solvers it rebuilt with its joint held: built once
     for joint in held if jumps and n_dof > task else []:
-        path = _Planner(solver, P, Q, joint, spacing, max_step).plan(start, q[0], every)
+        planners[joint] = _Planner(solver, P, Q, joint, spacing, max_step)
+        path = planners[joint].plan(start, q[0], every)
         if path is not None:
             q, planned = path, True
             step, at = _largest_step(start, q)
             break
     if jumps and not planned:  # the branches: where two meet, a way can change from one to another
-        walker = _Planner(solver, P, Q, held[0], spacing, max_step) if n_dof > task else None
+        walker = planners.get(held[0]) if n_dof > task else None
         path = _branches(solver, P, Q, start, q, every, max_step, walker)
         if path is not None:
             q, planned = path, True
@@ -181,7 +183,7 @@ class _Planner:
         ``through`` (in their place), and those of ``through`` whose walk found nothing."""
         found, kept = [], []
         for q in through:
-            if found and np.abs(np.array(found) - q).max(axis=1).min() <= 2 * self.spacing:
+            if _near(found, q, 2 * self.spacing):
                 continue  # on a stretch already walked
             walked = self.walk(k, q)
             found += walked
@@ -223,11 +225,16 @@ def _onward(fast, P, Q, k, q, max_step):
     return batch.q[batch.solved & (np.abs(batch.q - q).max(axis=1) <= max_step)]
 
 
+def _near(rows, q, tolerance) -> bool:
+    """Whether joints ``q`` lie within ``tolerance`` (every joint) of one of ``rows``."""
+    return bool(rows) and np.abs(np.array(rows) - q).max(axis=1).min() <= tolerance
+
+
 def _apart(q, tolerance):
     """``q`` less the rows within ``tolerance`` (every joint) of a row kept before them."""
     kept = []
     for row in q:
-        if not kept or np.abs(np.array(kept) - row).max(axis=1).min() > tolerance:
+        if not _near(kept, row, tolerance):
             kept.append(row)
     return np.array(kept).reshape(-1, q.shape[1])
 

@@ -321,7 +321,6 @@ class Solver:
         steps over ``max_step`` (rad), planned instead over the sampled self-motion of a
         redundant arm (``joint``: the joint held to sample it, default the third, then the
         others) or over the branches of answers (ik/path.py)."""
-
         from .path import solve_path
 
         return solve_path(
