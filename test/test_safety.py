@@ -62,18 +62,60 @@ def test_gate_accepts_every_safe_solution(solution, current):
     )
 
 
-@settings(max_examples=500, deadline=None)
-@given(setpoint=joint_vectors, goal=joint_vectors, dt=st.one_of(any_float, st.floats(1e-4, 0.5)))
-def test_stream_step_is_none_or_a_bounded_step(setpoint, goal, dt):
-    nxt = stream_step(setpoint, goal, BOUNDS, dt)
-    if nxt is None:
-        return
-    assert np.all(np.isfinite(nxt))
-    assert np.all(nxt >= ARM.lower) and np.all(nxt <= ARM.upper)
-    # the step is at most velocity * dt; adding it to the setpoint rounds by up to an ulp of the
-    # joint's value, which outweighs a step of tens of nanoradians (dt ~ 1e-8 s)
-    bound = BOUNDS.velocity * dt * (1 + 1e-9) + np.spacing(np.abs(np.asarray(setpoint)))
-    assert np.all(np.abs(nxt - setpoint) <= bound)
+SPOILS = ("setpoint_outside", "setpoint_not_finite", "goal_outside", "goal_not_finite", "dt_bad")
+
+
+@st.composite
+def stream_inputs(draw):
+    """A setpoint inside the limits, a goal inside the bounds and a positive dt, with one of
+    them spoilt in about a third of the examples (each kind of spoiling drawn alike)."""
+    spoil = draw(st.sampled_from((None,) * 10 + SPOILS))
+    inside = arrays(np.float64, 6, elements=st.floats(0, 1))
+    setpoint = ARM.lower + draw(inside) * (ARM.upper - ARM.lower)
+    goal = BOUNDS.lo + draw(inside) * (BOUNDS.hi - BOUNDS.lo)
+    dt = draw(st.floats(1e-9, 0.5))
+    j = draw(st.integers(0, 5))
+    out_by = draw(st.floats(1e-6, 1e6))
+    if spoil == "setpoint_outside":
+        setpoint[j] = ARM.upper[j] + out_by if draw(st.booleans()) else ARM.lower[j] - out_by
+    elif spoil == "setpoint_not_finite":
+        setpoint[j] = draw(st.sampled_from([np.nan, np.inf, -np.inf]))
+    elif spoil == "goal_outside":  # past the margin, possibly still inside the limits
+        goal[j] = BOUNDS.hi[j] + out_by * 1e-3 if draw(st.booleans()) else BOUNDS.lo[j] - out_by
+    elif spoil == "goal_not_finite":
+        goal[j] = draw(st.sampled_from([np.nan, np.inf, -np.inf]))
+    elif spoil == "dt_bad":
+        dt = draw(st.one_of(st.sampled_from([0.0, -0.0, np.nan, np.inf]), st.floats(max_value=0)))
+    return spoil, setpoint, goal, dt
+
+
+def test_stream_step_is_none_or_a_bounded_step():
+    reached = {"asserts": 0, "examples": 0}
+
+    @settings(max_examples=500, deadline=None, database=None)
+    @given(stream_inputs())
+    def check(drawn):
+        spoil, setpoint, goal, dt = drawn
+        reached["examples"] += 1
+        nxt = stream_step(setpoint, goal, BOUNDS, dt)
+        assert (nxt is None) == (spoil is not None), spoil
+        if nxt is None:
+            return
+        reached["asserts"] += 1
+        assert np.all(np.isfinite(nxt))
+        assert np.all(nxt >= ARM.lower) and np.all(nxt <= ARM.upper)
+        # the step is at most velocity * dt; adding it to the setpoint rounds by up to an ulp of
+        # the joint's value, which outweighs a step of tens of nanoradians (dt ~ 1e-8 s)
+        bound = BOUNDS.velocity * dt * (1 + 1e-9) + np.spacing(np.abs(np.asarray(setpoint)))
+        assert np.all(np.abs(nxt - setpoint) <= bound)
+        # toward the goal: no joint moves away from it, and the goal itself once within reach
+        assert np.all(np.abs(goal - nxt) <= np.abs(goal - setpoint))
+        if np.all(np.abs(goal - setpoint) <= BOUNDS.velocity * dt):
+            np.testing.assert_array_equal(nxt, goal)
+
+    check()
+    print(f"\nstream_step: {reached['asserts']} of {reached['examples']} examples asserted on")
+    assert reached["asserts"] >= 0.5 * reached["examples"]
 
 
 @settings(max_examples=200, deadline=None)
@@ -164,18 +206,63 @@ def test_check_target(change, reason):
     assert (reason in got) if reason else got == ""
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    pos=arrays(np.float64, 3, elements=any_float),
-    quat=arrays(np.float64, 4, elements=any_float),
-    stamp=any_float,
-    frame=st.text(max_size=12),
-)
-def test_check_target_never_passes_anything_bad(pos, quat, stamp, frame):
-    reason = check_target(pos, quat, frame, stamp, 100.0, FRAMES)
-    if reason == "":
-        assert np.all(np.isfinite(pos)) and abs(np.linalg.norm(quat) - 1) <= 1e-3
-        assert frame in FRAMES and -0.05 <= 100.0 - stamp <= 0.2
+TARGET_SPOILS = ("position", "norm", "orientation_not_finite", "frame", "stale", "future",
+                 "unstamped", "stamp_not_finite")
+
+
+@st.composite
+def target_inputs(draw):
+    """A finite position, a unit quaternion (or None), a known frame and a fresh stamp, with one
+    of them spoilt in about 40 % of the examples (each kind of spoiling drawn alike)."""
+    spoil = draw(st.sampled_from((None,) * 12 + TARGET_SPOILS))
+    pos = draw(arrays(np.float64, 3, elements=st.floats(-1e6, 1e6)))
+    quat = draw(arrays(np.float64, 4, elements=st.floats(-1, 1)))
+    if np.linalg.norm(quat) < 1e-3:
+        quat = np.array([0.0, 0.0, 0.0, 1.0])
+    quat = quat / np.linalg.norm(quat) * draw(st.floats(1 - 9e-4, 1 + 9e-4))
+    frame, stamp = "base_link", 100.0 - draw(st.floats(-0.049, 0.199))
+    i = draw(st.integers(0, 3))
+    bad = draw(st.sampled_from([np.nan, np.inf, -np.inf]))
+    if spoil == "position":
+        pos[i % 3] = bad
+    elif spoil == "norm":
+        norm = draw(st.one_of(st.floats(0, 1 - 1.1e-3), st.floats(1 + 1.1e-3, 1e6)))
+        quat = quat / np.linalg.norm(quat) * norm
+    elif spoil == "orientation_not_finite":
+        quat[i] = bad
+    elif spoil == "frame":
+        frame = draw(st.text(max_size=12).filter(lambda f: f not in FRAMES))
+    elif spoil == "stale":
+        stamp = 100.0 - draw(st.floats(0.201, 1e9))
+    elif spoil == "future":
+        stamp = 100.0 + draw(st.floats(0.051, 1e9))
+    elif spoil == "unstamped":
+        stamp = 0.0
+    elif spoil == "stamp_not_finite":
+        stamp = bad
+    orientation = None if spoil is None and draw(st.integers(0, 9)) == 0 else quat
+    return spoil, pos, orientation, frame, stamp
+
+
+def test_check_target_never_passes_anything_bad():
+    reached = {"asserts": 0, "examples": 0}
+
+    @settings(max_examples=900, deadline=None, database=None)
+    @given(target_inputs())
+    def check(drawn):
+        spoil, pos, quat, frame, stamp = drawn
+        reached["examples"] += 1
+        reason = check_target(pos, quat, frame, stamp, 100.0, FRAMES)
+        assert (reason == "") == (spoil is None), (spoil, reason)
+        if reason != "":
+            return
+        reached["asserts"] += 1
+        assert np.all(np.isfinite(pos)) and frame in FRAMES and -0.05 <= 100.0 - stamp <= 0.2
+        assert quat is None or abs(np.linalg.norm(quat) - 1) <= 1e-3
+
+    check()
+    print(f"\ncheck_target: {reached['asserts']} of {reached['examples']} examples passed")
+    assert reached["asserts"] >= 0.5 * reached["examples"]
 
 
 def test_a_pose_that_collides_is_never_commanded():
