@@ -19,6 +19,38 @@ def quat_to_matrix(quat) -> np.ndarray:
     )
 
 
+def matrix_to_quat(R) -> np.ndarray:
+    """3x3 -> (x, y, z, w), w >= 0, the largest of the four taken first (Shepperd)."""
+    R = np.asarray(R, dtype=float)
+    t = np.trace(R)
+    if t > 0:
+        s = 2 * np.sqrt(1 + t)
+        q = [(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, s / 4]
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2 * np.sqrt(1 + R[i, i] - R[j, j] - R[k, k])
+        q = np.empty(4)
+        q[i], q[j], q[k] = s / 4, (R[j, i] + R[i, j]) / s, (R[k, i] + R[i, k]) / s
+        q[3] = (R[k, j] - R[j, k]) / s
+    q = np.asarray(q, dtype=float)
+    return q if q[3] >= 0 else -q
+
+
+def urdf_axes(urdf, joint_names) -> np.ndarray:
+    """The joints' unit axes as the URDF writes them (xml.etree, not the package's parser)."""
+    import xml.etree.ElementTree as ET
+
+    joints = {j.get("name"): j for j in ET.parse(str(urdf)).getroot().iter("joint")}
+    axes = []
+    for name in joint_names:
+        axis = joints[name].find("axis")
+        text = axis.get("xyz") if axis is not None else "1 0 0"  # URDF's default axis
+        v = np.array([float(x) for x in text.split()])
+        axes.append(v / np.linalg.norm(v))
+    return np.array(axes)
+
+
 def rotation_angle(Ra, Rb) -> np.ndarray:
     """The angle (rad) of the rotation from ``Ra`` to ``Rb``, both (..., 3, 3)."""
     cos = (np.trace(np.swapaxes(Ra, -1, -2) @ Rb, axis1=-2, axis2=-1) - 1) / 2
