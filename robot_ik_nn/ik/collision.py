@@ -1,40 +1,40 @@
-"""Self-collision (and simple obstacle) checks for the compiled kernel: the arm's collision
-shapes covered by spheres, checked pair by pair with no allocation.
+"""Self-collision and obstacle checks for the compiled kernel: the URDF's own collision shapes,
+exact distances between them (convex.py), no allocation per pair.
 
 - Frames: frame 0 is the base (before joint 0's origin), frame k + 1 the frame after joint k's
   motion, i.e. joint k's child link; links hung below a link by fixed joints share its frame.
-  Links behind a movable joint that is not in the chain (a gripper's fingers) are left out.
-- Spheres: every ``<collision>`` shape is covered by spheres whose union contains it: a box
-  (at most ``max_spheres``) is cut into a grid of equal pieces (longest sides first), each with
-  its circumscribed sphere; a cylinder (a capsule as its enclosing cylinder) into slabs along its
-  axis; a mesh (PyBullet collides its vertices' convex hull; at most ``mesh_spheres``) by
-  recursive plane cuts of the hull, each convex part in a small sphere through its farthest
-  corner, the part reaching farthest outside the hull cut next (spheres.py).
-  ``margin`` (m) inflates every radius: clearance >= 0 then keeps shapes 2 * margin from each
-  other and margin from the obstacles.
-- Pairs: frames that are equal or adjacent (one joint apart) are never checked, as an SRDF's
-  "Adjacent"; of the others, frame pairs never in contact over ``samples`` random
-  configurations ("Never") and those in contact in at least ``always_fraction`` of them
-  ("Always"/"Default") are left out too.
-- Packed arrays: spheres (S, 5) float64: frame, centre x y z in that frame, radius; pairs
-  (P, 2) int64 sphere indices; obstacles (O, 7) float64 in the base frame: 0, nx, ny, nz, d, 0, 0
-  for the plane n.x = d (free side n.x > d), or 1, cx, cy, cz, hx, hy, hz for an axis-aligned
-  box. Obstacles are checked against spheres on frames >= 1 only (the base stands on the table).
-  Scratch: frames (dof + 1, 12) (rotation row-major, then translation) and centres (S, 3).
+  Links behind a movable joint that is not in the chain (a gripper's fingers) hang there with
+  that joint held at 0 (or at its nearest limit), as PyBullet loads them.
+- Shapes: every ``<collision>`` as it is (sphere, box, cylinder, capsule), a mesh as the convex
+  hull of its vertices (what PyBullet collides); shapes.py reads them.
+- Pairs, as MoveIt's setup assistant writes an SRDF's ``disable_collisions``: two links on one
+  frame (rigidly joined) are never checked; of the others, pairs one joint apart ("Adjacent"),
+  never within the margin over ``samples`` random configurations ("Never") and within it in at
+  least ``always_fraction`` of them ("Always") are left out. ``to_srdf()`` writes that list; an
+  SRDF given to ``from_arm`` (yours, or MoveIt's own for the arm) replaces it.
+- ``margin`` (m) is the distance kept between surfaces, self and obstacles alike: an answer is
+  refused when two checked shapes come closer than it.
+- Packed for the kernel (``pack``): counts (shapes, vertices, pairs, obstacles), the margin,
+  then shapes (S, ROW), hull vertices (V, 3), pairs (P, 2) shape indices, obstacles (O, ROW)
+  (convex.py's rows: boxes, planes). Obstacles are checked against shapes on frames >= 1 only
+  (the base stands on the table).
 """
 
 from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 from numba import njit
 
+from . import convex
+from .convex import BOX, FRAME, KIND, PAR, PLANE, POS, RADIUS, ROT, ROW
 from .layout import A_, AK_, B_, C_, P_, PRISMATIC, TYPE, pack_chain
-from .spheres import _geometry_spheres, _origin
+from .shapes import geometry_shape, origin
 
-PLANE, BOX = 0.0, 1.0
+HEAD = 5  # the packed model's counts and margin
 
 
 # -- compiled -------------------------------------------------------------------------------------
@@ -67,193 +67,266 @@ def link_frames(chain, q, frames):
 
 
 @njit(cache=True)
-def sphere_centres(spheres, frames, centres):
-    """The spheres' centres in the base frame, for frames already computed."""
-    for i in range(spheres.shape[0]):
-        f = frames[int(spheres[i, 0])]
-        for a in range(3):
-            centres[i, a] = (
-                f[9 + a]
-                + f[3 * a] * spheres[i, 1]
-                + f[3 * a + 1] * spheres[i, 2]
-                + f[3 * a + 2] * spheres[i, 3]
-            )
+def unpack(col):
+    """(shapes, vertices, pairs, obstacles, margin) views of a packed model (``pack``)."""
+    if col.shape[0] == 0:
+        e = col[:0]
+        return e.reshape((0, ROW)), e.reshape((0, 3)), e.reshape((0, 2)), e.reshape((0, ROW)), 0.0
+    s, v, p, o = int(col[0]), int(col[1]), int(col[2]), int(col[3])
+    a = HEAD + ROW * s
+    b = a + 3 * v
+    c = b + 2 * p
+    return (
+        col[HEAD:a].reshape((s, ROW)),
+        col[a:b].reshape((v, 3)),
+        col[b:c].reshape((p, 2)),
+        col[c : c + ROW * o].reshape((o, ROW)),
+        col[4],
+    )
 
 
 @njit(cache=True)
-def clearance(chain, spheres, pairs, obstacles, q, frames, centres):
-    """The smallest gap (m) over the enabled sphere pairs and sphere/obstacle pairs at ``q``:
-    centre distance less both radii; negative means collision, +inf when nothing is checked."""
+def checks(col):
+    """Whether a packed model checks anything (pairs or obstacles)."""
+    return col.shape[0] > 0 and (col[2] > 0 or col[3] > 0)
+
+
+@njit(cache=True)
+def clearance(chain, shapes, verts, pairs, obstacles, q, frames, poses, W, stop):
+    """The smallest gap (m) between checked shapes, and between obstacles and shapes, at ``q``
+    (negative: they overlap; +inf when nothing is checked). With ``stop`` >= 0 it returns as
+    soon as a gap below ``stop`` is found, and a value >= ``stop`` only when there is none."""
     link_frames(chain, q, frames)
-    sphere_centres(spheres, frames, centres)
-    best = np.inf
+    for i in range(shapes.shape[0]):
+        convex.place(shapes[i], frames[int(shapes[i, FRAME])], poses[i])
+    best, limit = np.inf, stop
     for k in range(pairs.shape[0]):
         a, b = int(pairs[k, 0]), int(pairs[k, 1])
-        dx, dy = centres[a, 0] - centres[b, 0], centres[a, 1] - centres[b, 1]
-        dz = centres[a, 2] - centres[b, 2]
-        gap = math.sqrt(dx * dx + dy * dy + dz * dz) - spheres[a, 4] - spheres[b, 4]
-        best = min(best, gap)
+        bound = convex.bound_gap(shapes[a], poses[a], shapes[b], poses[b])
+        if bound >= best or (stop >= 0.0 and bound >= stop):
+            continue
+        g = convex.gap(shapes[a], poses[a], shapes[b], poses[b], verts, limit, W)
+        best = min(best, g)
+        if stop >= 0.0 and best < stop:
+            return best
     for o in range(obstacles.shape[0]):
         ob = obstacles[o]
-        for i in range(spheres.shape[0]):
-            if spheres[i, 0] < 1.0:
+        pose = ob[ROT : ROT + 12]  # rotation then position: the obstacle's pose in the base
+        for i in range(shapes.shape[0]):
+            if shapes[i, FRAME] < 1.0:
                 continue
-            x, y, z = centres[i, 0], centres[i, 1], centres[i, 2]
-            if ob[0] == PLANE:
-                d = ob[1] * x + ob[2] * y + ob[3] * z - ob[4]
-            else:  # box: outside distance, or minus the depth inside
-                ex, ey = abs(x - ob[1]) - ob[4], abs(y - ob[2]) - ob[5]
-                ez = abs(z - ob[3]) - ob[6]
-                mx, my, mz = max(ex, 0.0), max(ey, 0.0), max(ez, 0.0)
-                d = math.sqrt(mx * mx + my * my + mz * mz) + min(max(ex, max(ey, ez)), 0.0)
-            best = min(best, d - spheres[i, 4])
+            if ob[KIND] == PLANE:
+                bound = convex.plane_bound(ob, shapes[i], poses[i])
+            else:
+                bound = convex.bound_gap(ob, pose, shapes[i], poses[i])
+            if bound >= best or (stop >= 0.0 and bound >= stop):
+                continue
+            if ob[KIND] == PLANE:
+                g = convex.plane_gap(ob, shapes[i], poses[i], verts)
+            else:
+                g = convex.gap(ob, pose, shapes[i], poses[i], verts, limit, W)
+            best = min(best, g)
+            if stop >= 0.0 and best < stop:
+                return best
     return best
 
 
 @njit(cache=True)
-def free(chain, spheres, pairs, obstacles, q):
-    """Whether ``q`` keeps every checked pair and obstacle clear (its own scratch: this runs
-    once per candidate answer, not per iteration)."""
-    frames, centres = np.empty((chain.shape[0], 12)), np.empty((spheres.shape[0], 3))
-    return clearance(chain, spheres, pairs, obstacles, q, frames, centres) >= 0.0
+def free(chain, col, q):
+    """Whether ``q`` keeps every checked pair and obstacle at least the margin apart (its own
+    scratch: this runs once per candidate answer, not per iteration)."""
+    shapes, verts, pairs, obstacles, margin = unpack(col)
+    frames, poses = np.empty((chain.shape[0], 12)), np.empty((shapes.shape[0], 12))
+    W = np.empty((4, 3))
+    g = clearance(chain, shapes, verts, pairs, obstacles, q, frames, poses, W, margin)
+    return g >= margin
 
 
 @njit(cache=True)
-def clearance_batch(chain, spheres, pairs, obstacles, Q, frames, centres, out):
+def clearance_batch(chain, shapes, verts, pairs, obstacles, Q, frames, poses, W, stop, out):
     for i in range(Q.shape[0]):
-        out[i] = clearance(chain, spheres, pairs, obstacles, Q[i], frames, centres)
+        out[i] = clearance(chain, shapes, verts, pairs, obstacles, Q[i], frames, poses, W, stop)
 
 
 @njit(cache=True)
-def _contact_counts(chain, spheres, pairs, Q, frames, centres, counts, last):
-    """counts[fa, fb]: in how many rows of ``Q`` a sphere of frame fa touches one of fb."""
+def _near_counts(chain, shapes, verts, pairs, group, Q, within, frames, poses, W, counts):
+    """counts[g]: in how many rows of ``Q`` some shape pair of group g (a link pair) comes
+    closer than ``within``."""
+    last = np.full(counts.shape[0], -1)
     for s in range(Q.shape[0]):
         link_frames(chain, Q[s], frames)
-        sphere_centres(spheres, frames, centres)
+        for i in range(shapes.shape[0]):
+            convex.place(shapes[i], frames[int(shapes[i, FRAME])], poses[i])
         for k in range(pairs.shape[0]):
-            a, b = pairs[k, 0], pairs[k, 1]
-            fa, fb = int(spheres[a, 0]), int(spheres[b, 0])
-            if last[fa, fb] == s:
+            a, b, g = int(pairs[k, 0]), int(pairs[k, 1]), group[k]
+            if (
+                last[g] == s
+                or convex.bound_gap(shapes[a], poses[a], shapes[b], poses[b]) >= within
+            ):
                 continue
-            d2 = 0.0
-            for c in range(3):
-                d2 += (centres[a, c] - centres[b, c]) ** 2
-            if d2 < (spheres[a, 4] + spheres[b, 4]) ** 2:
-                counts[fa, fb] += 1
-                last[fa, fb] = s
+            if convex.gap(shapes[a], poses[a], shapes[b], poses[b], verts, within, W) < within:
+                counts[g] += 1
+                last[g] = s
 
 
 # -- the model ------------------------------------------------------------------------------------
-class CollisionModel:
-    """Spheres per chain frame, the enabled sphere pairs and obstacles, packed for the kernel."""
+_MODELS: dict = {}
 
-    def __init__(self, chain, spheres, pairs, links, disabled, obstacles=None):
-        self.chain, self.spheres, self.pairs = chain, spheres, pairs
+
+def for_arm(arm, margin: float = 0.0, pairs_file: str = "") -> "CollisionModel":
+    """``CollisionModel.from_arm``, built once per arm, margin and pairs file (the random
+    sampling of pairs takes a second or so on a 7-joint arm), with scratch of its own."""
+    stamp = Path(pairs_file).stat().st_mtime_ns if pairs_file else 0
+    key = (arm.fingerprint, hash(arm.urdf_text), tuple(getattr(arm, "mesh_dirs", [])), margin)
+    key += (pairs_file, stamp)
+    if key not in _MODELS:
+        _MODELS[key] = CollisionModel.from_arm(arm, margin, srdf=pairs_file or None)
+        _MODELS[key].pairs_file = pairs_file
+    return _MODELS[key].copy()
+
+
+class CollisionModel:
+    """The arm's collision shapes per chain frame, the pairs checked, obstacles and the margin,
+    packed for the kernel."""
+
+    def __init__(
+        self, chain, shapes, verts, pairs, links, shape_links, disabled, margin=0.0, obstacles=None
+    ):
+        self.chain, self.shapes, self.verts, self.pairs = chain, shapes, verts, pairs
         self.links = links  # link name -> frame
-        self.disabled = disabled  # (fa, fb) -> "adjacent" | "never" | "always"
-        self.obstacles = np.zeros((0, 7)) if obstacles is None else obstacles
+        self.shape_links = shape_links  # the link of each shape
+        self.disabled = disabled  # (link a, link b), sorted -> "Adjacent" | "Never" | "Always" ...
+        self.margin = float(margin)
+        self.pairs_file = ""  # the SRDF the pairs came from ("" when sampled)
+        self.obstacles = np.zeros((0, ROW)) if obstacles is None else obstacles
         self.frames = np.zeros((chain.shape[0], 12))
-        self.centres = np.zeros((len(spheres), 3))
+        self._poses = np.zeros((len(shapes), 12))
+        self._W = np.zeros((4, 3))
+        self._pairs = pairs.astype(float)
+        self._packed = self.pack()
 
     @classmethod
-    def from_arm(
-        cls,
-        arm,
-        margin=0.0,
-        samples=10000,
-        rng_seed=0,
-        max_spheres=6,
-        always_fraction=0.95,
-        mesh_spheres=8,
-        tolerance=0.0,
-    ):
-        """The arm's collision shapes as spheres (inflated by ``margin``) and the frame pairs
-        worth checking: not adjacent, in contact in some of ``samples`` random configurations
-        and in fewer than ``always_fraction`` of them (MoveIt's setup assistant's rule). A mesh
-        gets up to ``mesh_spheres`` spheres, fewer once each is within ``tolerance`` (m) of the
-        hull or no cut brings them closer."""
+    def from_arm(cls, arm, margin=0.0, samples=10000, rng_seed=0, always_fraction=0.95, srdf=None):
+        """The arm's collision shapes and the link pairs worth checking: not on one frame, not
+        one joint apart, within ``margin`` in some of ``samples`` random configurations and in
+        fewer than ``always_fraction`` of them. ``srdf`` (a path or the text of an SRDF):
+        its ``disable_collisions`` are the pairs left out instead."""
         root = ET.fromstring(arm.urdf_text)
-        dirs = list(getattr(arm, "mesh_dirs", []))
-        chain_index = {name: k for k, name in enumerate(arm.joint_names)}
-        below: dict[str, list] = {}
-        for j in root.iter("joint"):
-            below.setdefault(j.find("parent").get("link"), []).append(j)
-        links, stack = {}, [(arm.base, 0, np.eye(4))]  # link -> (frame, pose in the frame)
-        while stack:
-            name, frame, T = stack.pop()
-            links[name] = (frame, T)
-            for j in below.get(name, []):
-                child = j.find("child").get("link")
-                if j.get("type") == "fixed":
-                    stack.append((child, frame, T @ _origin(j)))
-                elif chain_index.get(j.get("name")) == frame:
-                    stack.append((child, frame + 1, np.eye(4)))
-        rows = []
+        links = _frames_of_links(root, arm)
+        rows, hulls, owners, start = [], [], [], 0
         for link in root.iter("link"):
             if link.get("name") not in links:
                 continue
             frame, T = links[link.get("name")]
             for col in link.iter("collision"):
-                got = _geometry_spheres(
-                    col.find("geometry"), dirs, max_spheres, mesh_spheres, tolerance
+                got = geometry_shape(col.find("geometry"), list(getattr(arm, "mesh_dirs", [])))
+                if got is None:
+                    continue
+                row, v = got
+                M = T @ origin(col)
+                row[FRAME], row[ROT : ROT + 9], row[POS : POS + 3] = (
+                    frame,
+                    M[:3, :3].ravel(),
+                    M[:3, 3],
                 )
-                if got is not None:
-                    M = T @ _origin(col) @ got[0]
-                    rows += [[frame, *(M[:3, :3] @ c + M[:3, 3]), r + margin] for c, r in got[1]]
-        spheres = np.array(rows, float).reshape(-1, 5)
-        spheres = spheres[np.argsort(spheres[:, 0], kind="stable")]  # by frame: a < b, fa <= fb
-        fr = spheres[:, 0].astype(int)
-        pairs = np.array(
-            [
-                (a, b)
-                for a in range(len(fr))
-                for b in range(a + 1, len(fr))
-                if abs(fr[a] - fr[b]) > 1
-            ],
-            np.int64,
-        ).reshape(-1, 2)
-        # "Never" / "always": contact statistics of frame pairs over random configurations
-        chain, F = pack_chain(arm), arm.dof + 1
-        rng = np.random.default_rng(rng_seed)
-        Q = rng.uniform(arm.lower, arm.upper, (int(samples), arm.dof))
-        counts, last = np.zeros((F, F), np.int64), np.full((F, F), -1, np.int64)
-        _contact_counts(
-            chain, spheres, pairs, Q, np.zeros((F, 12)), np.zeros((len(fr), 3)), counts, last
+                if v is not None:
+                    row[PAR], start = start, start + len(v)
+                    hulls.append(v)
+                rows.append(row)
+                owners.append(link.get("name"))
+        shapes = np.array(rows, float).reshape(-1, ROW)
+        verts = np.concatenate(hulls) if hulls else np.zeros((0, 3))
+        chain = pack_chain(arm)
+        frame_of = {name: f for name, (f, _) in links.items()}
+        candidates = [
+            (a, b)
+            for a in range(len(owners))
+            for b in range(a + 1, len(owners))
+            if frame_of[owners[a]] != frame_of[owners[b]]
+        ]
+        pairs_all = np.array(candidates, np.int64).reshape(-1, 2)
+        if srdf is not None:
+            disabled = read_srdf(srdf, set(frame_of))
+        else:
+            rng = np.random.default_rng(rng_seed)
+            Q = rng.uniform(_low(arm), _high(arm), (int(samples), arm.dof))
+            keys = sorted({_key(owners[a], owners[b]) for a, b in candidates})
+            index = {key: g for g, key in enumerate(keys)}
+            group = np.array([index[_key(owners[a], owners[b])] for a, b in candidates], np.int64)
+            counts = np.zeros(len(keys), np.int64)
+            _near_counts(
+                chain,
+                shapes,
+                verts,
+                pairs_all.astype(float),
+                group,
+                Q,
+                float(margin),
+                np.zeros((chain.shape[0], 12)),
+                np.zeros((len(shapes), 12)),
+                np.zeros((4, 3)),
+                counts,
+            )
+            near = dict(zip(keys, counts.tolist()))
+            disabled = {}
+            for key, c in near.items():
+                if abs(frame_of[key[0]] - frame_of[key[1]]) == 1:
+                    disabled[key] = "Adjacent"
+                elif c == 0:
+                    disabled[key] = "Never"
+                elif c >= always_fraction * len(Q):
+                    disabled[key] = "Always"
+        keep = [
+            k for k, (a, b) in enumerate(candidates) if _key(owners[a], owners[b]) not in disabled
+        ]
+        pairs = pairs_all[keep].reshape(-1, 2)
+        return cls(chain, shapes, verts, pairs, frame_of, owners, disabled, margin)
+
+    def _with(self, **changes) -> "CollisionModel":
+        kw = dict(
+            chain=self.chain,
+            shapes=self.shapes,
+            verts=self.verts,
+            pairs=self.pairs,
+            links=self.links,
+            shape_links=self.shape_links,
+            disabled=self.disabled,
+            margin=self.margin,
+            obstacles=self.obstacles,
         )
-        disabled = {}
-        used = sorted(set(fr.tolist()))
-        for i, a in enumerate(used):
-            for b in used[i + 1 :]:
-                if b - a <= 1:
-                    disabled[a, b] = "adjacent"
-                elif counts[a, b] == 0:
-                    disabled[a, b] = "never"
-                elif counts[a, b] >= always_fraction * len(Q):
-                    disabled[a, b] = "always"
-        keep = [k for k, (a, b) in enumerate(pairs) if (fr[a], fr[b]) not in disabled]
-        names = {name: frame for name, (frame, _) in links.items()}
-        return cls(chain, spheres, pairs[keep].reshape(-1, 2), names, disabled)
+        kw.update(changes)
+        model = CollisionModel(**kw)
+        model.pairs_file = self.pairs_file
+        return model
 
     def copy(self) -> "CollisionModel":
         """The same model with scratch buffers of its own (for a solver in another thread)."""
-        return CollisionModel(
-            self.chain, self.spheres, self.pairs, self.links, self.disabled, self.obstacles
-        )
+        return self._with()
+
+    def with_obstacles_of(self, other: "CollisionModel") -> "CollisionModel":
+        """This model with ``other``'s obstacles instead of its own."""
+        return self._with(obstacles=other.obstacles)
 
     def with_obstacles(self, planes=(), boxes=()) -> "CollisionModel":
         """A copy that also keeps clear of planes (normal, offset: free where n.x > offset) and
         axis-aligned boxes (centre, half sizes), all in the base frame."""
-        rows = [list(self.obstacles.reshape(-1, 7))]
+        rows = [self.obstacles]
         for k, plane in enumerate(planes):
             normal, offset = _pair(plane, f"planes[{k}]", "(normal, offset)")
             n = _numbers(normal, 3, f"planes[{k}]'s normal")
             offset = _numbers(offset, 1, f"planes[{k}]'s offset")
-            if not np.isfinite(offset[0]) or np.linalg.norm(n) < 1e-9:
+            if (
+                not np.isfinite(offset[0])
+                or not np.all(np.isfinite(n))
+                or np.linalg.norm(n) < 1e-9
+            ):
                 raise ValueError(
-                    f"planes[{k}] needs a finite offset and a normal of some length; got "
-                    f"{plane!r}"
+                    f"planes[{k}] needs a finite offset and a normal of some length; got {plane!r}"
                 )
-            rows.append([[PLANE, *(n / np.linalg.norm(n)), offset[0], 0.0, 0.0]])
+            row = np.zeros((1, ROW))
+            row[0, FRAME], row[0, KIND] = -1, PLANE
+            row[0, PAR : PAR + 3], row[0, RADIUS] = n / np.linalg.norm(n), offset[0]
+            rows.append(row)
         for k, box in enumerate(boxes):
             centre, half = _pair(box, f"boxes[{k}]", "(centre, half sizes)")
             centre = _numbers(centre, 3, f"boxes[{k}]'s centre")
@@ -262,46 +335,170 @@ class CollisionModel:
                 raise ValueError(
                     f"boxes[{k}] needs a finite centre and half sizes above 0; got {box!r}"
                 )
-            rows.append([[BOX, *centre, *half]])
-        obstacles = np.array([r for group in rows for r in group], float).reshape(-1, 7)
-        return CollisionModel(
-            self.chain, self.spheres, self.pairs, self.links, self.disabled, obstacles
+            row = np.zeros((1, ROW))
+            row[0, FRAME], row[0, KIND] = -1, BOX
+            row[0, ROT : ROT + 9], row[0, POS : POS + 3] = np.eye(3).ravel(), centre
+            row[0, PAR : PAR + 3], row[0, convex.BOUND_R] = half, np.linalg.norm(half)
+            rows.append(row)
+        return self._with(obstacles=np.concatenate(rows).reshape(-1, ROW))
+
+    def pack(self) -> np.ndarray:
+        """The model as the kernel reads it (``unpack``)."""
+        head = [len(self.shapes), len(self.verts), len(self.pairs), len(self.obstacles)]
+        return np.concatenate(
+            [
+                np.array(head + [self.margin], float),
+                self.shapes.ravel(),
+                self.verts.ravel(),
+                self.pairs.astype(float).ravel(),
+                self.obstacles.ravel(),
+            ]
         )
 
     @property
-    def enabled_frame_pairs(self) -> set[tuple[int, int]]:
-        fr = self.spheres[:, 0].astype(int)
-        return {(int(fr[a]), int(fr[b])) for a, b in self.pairs}
+    def enabled_link_pairs(self) -> set[tuple[str, str]]:
+        return {_key(self.shape_links[a], self.shape_links[b]) for a, b in self.pairs}
 
     def clearance(self, q) -> float:
+        """The smallest gap (m) between checked shapes at ``q``; negative when two overlap."""
         q = np.ascontiguousarray(q, dtype=float)
         return clearance(
-            self.chain, self.spheres, self.pairs, self.obstacles, q, self.frames, self.centres
+            self.chain,
+            self.shapes,
+            self.verts,
+            self._pairs,
+            self.obstacles,
+            q,
+            self.frames,
+            self._poses,
+            self._W,
+            -1.0,
         )
 
     def in_collision(self, q) -> bool:
-        return self.clearance(q) < 0.0
+        """Whether two checked shapes come closer than the margin at ``q``."""
+        q = np.ascontiguousarray(q, dtype=float)
+        return not free(self.chain, self._packed, q)
 
-    def clearance_batch(self, Q) -> np.ndarray:
+    def clearance_batch(self, Q, stop: float = -1.0) -> np.ndarray:
         Q = np.ascontiguousarray(np.atleast_2d(Q), dtype=float)
         out = np.empty(len(Q))
         clearance_batch(
-            self.chain, self.spheres, self.pairs, self.obstacles, Q, self.frames, self.centres, out
+            self.chain,
+            self.shapes,
+            self.verts,
+            self._pairs,
+            self.obstacles,
+            Q,
+            self.frames,
+            self._poses,
+            self._W,
+            stop,
+            out,
         )
         return out
 
     def in_collision_batch(self, Q) -> np.ndarray:
-        return self.clearance_batch(Q) < 0.0
+        return self.clearance_batch(Q, stop=self.margin) < self.margin
+
+    def to_srdf(self, robot: str = "robot") -> str:
+        """The pairs left out, as an SRDF's ``disable_collisions`` (MoveIt reads it too)."""
+        lines = ['<?xml version="1.0"?>', f'<robot name="{robot}">']
+        for (a, b), why in sorted(self.disabled.items()):
+            lines.append(f'  <disable_collisions link1="{a}" link2="{b}" reason="{why}"/>')
+        return "\n".join(lines + ["</robot>", ""])
 
     def describe(self) -> dict:
         kinds = list(self.disabled.values())
         return {
-            "spheres": len(self.spheres),
-            "sphere_pairs": len(self.pairs),
-            "frame_pairs_enabled": len(self.enabled_frame_pairs),
-            "disabled": {k: kinds.count(k) for k in ("adjacent", "never", "always")},
+            "shapes": len(self.shapes),
+            "hull_vertices": len(self.verts),
+            "shape_pairs": len(self.pairs),
+            "link_pairs_checked": len(self.enabled_link_pairs),
+            "disabled": {k: kinds.count(k) for k in sorted(set(kinds))},
             "obstacles": len(self.obstacles),
+            "margin_m": self.margin,
         }
+
+
+def _key(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a <= b else (b, a)
+
+
+def _low(arm):
+    return np.where(np.isfinite(arm.lower), arm.lower, -math.pi)
+
+
+def _high(arm):
+    return np.where(np.isfinite(arm.upper), arm.upper, math.pi)
+
+
+def _frames_of_links(root, arm) -> dict[str, tuple[int, np.ndarray]]:
+    """link name -> (chain frame, its pose in that frame), for the base and every link below
+    it; a movable joint outside the chain is held at 0, or at its limit nearest 0."""
+    chain_index = {name: k for k, name in enumerate(arm.joint_names)}
+    below: dict[str, list] = {}
+    for j in root.iter("joint"):
+        below.setdefault(j.find("parent").get("link"), []).append(j)
+    links, stack = {}, [(arm.base, 0, np.eye(4))]
+    while stack:
+        name, frame, T = stack.pop()
+        links[name] = (frame, T)
+        for j in below.get(name, []):
+            child = j.find("child").get("link")
+            if chain_index.get(j.get("name")) == frame and j.get("type") != "fixed":
+                stack.append((child, frame + 1, np.eye(4)))
+            else:
+                stack.append((child, frame, T @ origin(j) @ _held(j)))
+    return links
+
+
+def _held(joint) -> np.ndarray:
+    """The motion of a joint outside the chain at the value PyBullet loads it with (0, kept
+    within its limits)."""
+    M = np.eye(4)
+    if joint.get("type") in ("fixed", None, "floating", "planar"):
+        return M
+    limit = joint.find("limit")
+    value = 0.0
+    if limit is not None and joint.get("type") != "continuous":
+        value = min(max(0.0, float(limit.get("lower", 0))), float(limit.get("upper", 0)))
+    axis_el = joint.find("axis")
+    axis = np.array((axis_el.get("xyz") if axis_el is not None else "1 0 0").split(), float)
+    axis = axis / np.linalg.norm(axis)
+    if joint.get("type") == "prismatic":
+        M[:3, 3] = axis * value
+    else:
+        K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+        M[:3, :3] = np.eye(3) + math.sin(value) * K + (1 - math.cos(value)) * K @ K
+    return M
+
+
+def read_srdf(srdf, links: set[str]) -> dict[tuple[str, str], str]:
+    """An SRDF's ``disable_collisions`` as {(link a, link b): reason}; a path or the text. A
+    link the arm does not have is named."""
+    text = str(srdf)
+    if not text.lstrip().startswith("<"):
+        path = Path(text)
+        try:
+            text = path.read_text()
+        except OSError as err:
+            raise ValueError(f"cannot read the collision pairs file {path}: {err}") from None
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as err:
+        raise ValueError(f"the collision pairs file is not XML: {err}") from None
+    out = {}
+    for el in root.iter("disable_collisions"):
+        a, b = el.get("link1"), el.get("link2")
+        for link in (a, b):
+            if link not in links:
+                raise ValueError(
+                    f"disable_collisions names link {link!r}, which this arm does not have "
+                    f"below its base; links: {', '.join(sorted(links))}"
+                )
+        out[_key(a, b)] = el.get("reason", "User")
+    return out
 
 
 def _pair(value, name: str, form: str):

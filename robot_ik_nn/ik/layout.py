@@ -110,13 +110,9 @@ HEADER = 9  # n, layers, width, the offsets of chain, cfg, meta, sizes; heads; c
 
 
 def pack_collisions(collisions) -> np.ndarray:
-    """A collision model (collision.py) as the kernel reads it: counts of spheres, pairs and
-    obstacles, then the three arrays; empty without one."""
-    if collisions is None:
-        return np.zeros(0)
-    s, p, o = collisions.spheres, collisions.pairs, collisions.obstacles
-    counts = np.array([len(s), len(p), len(o)], float)
-    return np.concatenate([counts, s.ravel(), p.astype(float).ravel(), o.ravel()])
+    """A collision model as the kernel reads it (collision.CollisionModel.pack); empty without
+    one."""
+    return np.zeros(0) if collisions is None else collisions.pack()
 
 
 def pack_model(arm, settings, network=None, collisions=None) -> np.ndarray:
@@ -154,14 +150,9 @@ def parts(model):
 
 @njit(cache=True)
 def collision_parts(model):
-    """(spheres (S, 5), pairs (P, 2), obstacles (O, 7)) views of a model buffer's collision
-    model; S = P = O = 0 without one."""
-    c = model[int(model[8]) :]
-    if c.shape[0] == 0:
-        return c.reshape((0, 5)), c.reshape((0, 2)), c.reshape((0, 7))
-    s, p, o = int(c[0]), int(c[1]), int(c[2])
-    a, b = 3 + 5 * s, 3 + 5 * s + 2 * p
-    return c[3:a].reshape((s, 5)), c[a:b].reshape((p, 2)), c[b : b + 7 * o].reshape((o, 7))
+    """The collision model's part of a model buffer (collision.unpack reads it); empty without
+    one."""
+    return model[int(model[8]) :]
 
 
 # -- scratch: one buffer per thread, seen through views -------------------------------------------

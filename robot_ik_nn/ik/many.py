@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit
 
 from . import candidates, outside, targets
-from .collision import free
+from .collision import checks, free
 from .forward import fk, quat_to_matrix
 from .kernel import (
     LAM_FAR,
@@ -110,8 +110,8 @@ def solve_many(
         quat_to_matrix(quat, Rt)
     w, pos_tol, rot_tol = cfg[ROT_W], cfg[POS_TOL], cfg[ROT_TOL]
     have_net = has_seed or candidates.applies(cfg, sizes, has_quat)
-    spheres, pairs, obstacles = collision_parts(model)
-    checking = pairs.shape[0] > 0 or obstacles.shape[0] > 0
+    col = collision_parts(model)
+    checking = checks(col)
     heads = netq.shape[0] if have_net else 0
     iters = max(int(cfg[ITERS]), int(cfg[RESTART_ITERS]))
     count, best_score, bpe, bre = 0, np.inf, np.nan, np.nan
@@ -140,7 +140,7 @@ def solve_many(
         # as in policy.py: an answer that collides is no solution, and the best effort is the
         # closest free pose; only when nothing free turned up, the closest colliding one, said so
         if exact or (count == 0 and score < best_score):
-            ok = not checking or free(chain, spheres, pairs, obstacles, q)
+            ok = not checking or free(chain, col, q)
             if exact and ok:
                 clamp(chain, q)
                 if n_warm > 0:

@@ -29,7 +29,7 @@ import numpy as np
 from numba import njit, prange
 
 from . import candidates, targets
-from .collision import free
+from .collision import checks, free
 from .forward import fk, quat_to_matrix
 from .kernel import (
     LAM_FAR,
@@ -119,8 +119,8 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
     w, pos_tol, rot_tol, iters = cfg[ROT_W], cfg[POS_TOL], cfg[ROT_TOL], int(cfg[ITERS])
     heads, n_warm = netq.shape[0], warm.shape[0]
     have_net = has_seed or candidates.applies(cfg, sizes, has_quat)
-    spheres, pairs, obstacles = collision_parts(model)
-    checking = pairs.shape[0] > 0 or obstacles.shape[0] > 0
+    col = collision_parts(model)
+    checking = checks(col)
     if iters == 0:  # the seed alone: projected into the limits, never refined
         if have_net:
             candidates.ranked(model, netw, pt, Rt, has_quat, cur, has_cur, seed, has_seed, q, ws)
@@ -132,7 +132,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
         clamp(chain, q)
         _, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, False)
         if pe <= pos_tol and re <= rot_tol:
-            if not checking or free(chain, spheres, pairs, obstacles, q):
+            if not checking or free(chain, col, q):
                 return 0, targets.OK, pe, re, 0
             return 1, targets.COLLIDES, pe, re, 0
         return 1, missed, pe, re, 0
@@ -209,7 +209,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
         exact, score = pe <= pos_tol and re <= rot_tol, weighted(pe, re, w)
         if not (exact or score < best_score):
             continue
-        if not checking or free(chain, spheres, pairs, obstacles, q):
+        if not checking or free(chain, col, q):
             if exact:
                 if n_warm > 0:
                     _beside(chain, q, warm[0])
@@ -238,7 +238,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
                 pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
                 total += used
                 if weighted(pe, re, w) < best_score - 1e-6 and (
-                    not checking or free(chain, spheres, pairs, obstacles, q)
+                    not checking or free(chain, col, q)
                 ):
                     best_score, bpe, bre, better = weighted(pe, re, w), pe, re, True
                     best[:] = q
@@ -247,7 +247,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
         pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, int(cfg[FAR_POLISH]), ws)
         total += used
         if weighted(pe, re, w) < best_score and (
-            not checking or free(chain, spheres, pairs, obstacles, q)
+            not checking or free(chain, col, q)
         ):
             best_score, bpe, bre = weighted(pe, re, w), pe, re
             best[:] = q

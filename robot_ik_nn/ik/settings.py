@@ -62,7 +62,8 @@ class IKSettings:
     solution_threshold: float = 0.1  # rad (m): answers differing less on every joint are one
     free_axis: str = ""  # "x", "y" or "z": rotation about this tool axis is left free
     collision_check: bool = False  # answers that collide (collision.py) are not solutions
-    collision_margin: float = 0.0  # m: every collision sphere grows by this much
+    collision_margin: float = 0.0  # m: the least distance kept between surfaces
+    collision_pairs: str = ""  # an SRDF whose disable_collisions are the pairs left out
 
     def __post_init__(self):
         for name in (
@@ -106,6 +107,11 @@ class IKSettings:
                 )
         if not (_whole(self.rng_seed) and 0 <= self.rng_seed < 2**63):
             raise ValueError(f"IKSettings.rng_seed must be an integer >= 0, got {self.rng_seed!r}")
+        if not isinstance(self.collision_pairs, str):
+            raise ValueError(
+                "IKSettings.collision_pairs must be the path of an SRDF file ('' to compute "
+                f"the pairs from the URDF), got {self.collision_pairs!r}"
+            )
         if not isinstance(self.collision_check, (bool, np.bool_)):
             raise ValueError(
                 f"IKSettings.collision_check must be True or False, got {self.collision_check!r}"

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import compiled_batch, layout, outside, policy, seeds, targets
+from . import collision, compiled_batch, layout, outside, policy, seeds, targets
 from .inputs import joints, vector
 from .settings import IKSettings
 from .targets import SOLVED, STATUS, Answer, BatchResult, words
@@ -69,14 +69,8 @@ class Solver:
         """The kernel's buffers: the constant model and network, and this solver's scratch."""
         s = self.settings
         self.checking = s.collision_check
-        if self.checking and getattr(self, "_collision_margin", None) != s.collision_margin:
-            from .collision import CollisionModel
-
-            old = getattr(self, "collisions", None)
-            self.collisions = CollisionModel.from_arm(self.arm, margin=s.collision_margin)
-            if old is not None:  # the obstacles stay; only the spheres grow
-                self.collisions.obstacles = old.obstacles
-            self._collision_margin = s.collision_margin
+        if self.checking:
+            self.collisions = self._collision_model(s)
         n = self.arm.dof
         net = self.network if self.network is not None else seeds.empty_network(n)
         self._model = layout.pack_model(
@@ -96,6 +90,18 @@ class Solver:
         self._warm = [np.zeros((k, n)) for k in range(3)]
         self.origin = self.arm.joints[0].origin[:3, 3].copy()
         self.max_reach = float(self._model[int(self._model[4]) + layout.REACH])
+
+    def _collision_model(self, s):
+        """The collision model for settings ``s``: the one held while its margin and pairs file
+        still match, else the arm's (cached per arm), the obstacles kept."""
+        old = getattr(self, "collisions", None)
+        if old is not None and (old.margin, old.pairs_file) == (
+            s.collision_margin,
+            s.collision_pairs,
+        ):
+            return old
+        model = collision.for_arm(self.arm, s.collision_margin, s.collision_pairs)
+        return model if old is None else model.with_obstacles_of(old)
 
     # -- construction -----------------------------------------------------------------------------
     @classmethod
@@ -193,7 +199,7 @@ class Solver:
         restarts)."""
         other = Solver(self.arm, None, self.settings)
         if self.checking:  # the collision model as it is here, obstacles included
-            other.collisions, other._collision_margin = self.collisions, self._collision_margin
+            other.collisions = self.collisions
             other._build()
         return other
 
