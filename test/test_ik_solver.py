@@ -2,6 +2,7 @@
 target and for batches, the batched torch solver, and what each setting does."""
 
 import copy
+import time
 
 import numba
 import numpy as np
@@ -86,13 +87,17 @@ def test_every_backend_gives_the_torch_networks_joints(with_onnx, targets):
         np.empty(2 * compiled.network.width),
         np.empty(2 * compiled.network.width),
     )
+    # the README: the three torch-free backends agree with the float64 torch network within
+    # 1e-12 rad on 1,000 targets (the test's network: 6e-14 compiled, 4e-13 numpy and onnx)
+    gaps = {"compiled": 0.0}
     for i in range(1000):
         seeds.net_forward(compiled._netw, sizes, meta, P[i], R[i], np.zeros(6), False, out, h1, h2)
-        assert angle_gap(out, exact[i]) <= 1e-5
+        gaps["compiled"] = max(gaps["compiled"], angle_gap(out, exact[i]))
     for backend in ("numpy", "onnx"):
-        assert (
-            angle_gap(Solver.load(with_onnx, backend=backend).network_seeds(P, R), exact) <= 1e-5
-        ), backend
+        seeded = Solver.load(with_onnx, backend=backend).network_seeds(P, R)
+        gaps[backend] = angle_gap(seeded, exact)
+    print("\nlargest gap to the float64 torch network (rad):", gaps)
+    assert max(gaps.values()) <= 1e-12, gaps
     # torch's own float32 pass is the one that strays (ill-conditioned at wrist singularities)
     assert angle_gap(single, exact) <= 1e-2
     # and the torch backend is that float32 network, seeding the same compiled refinement
@@ -279,8 +284,15 @@ def test_no_network_and_position_only_targets(slider_arm, niryo):
 def test_warm_up_resolves_the_compiled_entry_before_the_first_target(niryo_model):
     solver = Solver.load(niryo_model)
     assert solver._solve_one is None  # resolved on the first solve
-    assert solver.warm_up() >= 0.0 and solver._solve_one is not None
-    assert Solver.load(niryo_model).with_settings(iterations=0).warm_up() >= 0.0  # no search
+    for s in (solver, Solver.load(niryo_model).with_settings(iterations=0)):  # the last: no search
+        started = time.perf_counter()
+        spent = s.warm_up()
+        # the seconds it spent: more than nothing (it solved), no more than the call took
+        assert 0.0 < spent <= time.perf_counter() - started
+    assert solver._solve_one is not None
+    # it solved a pose the arm takes: the entries it resolved answer one now
+    p, R = solver.forward(solver.arm.mid_range)
+    assert solver.solve(p[0], matrix_to_quaternion(R)[0]).solved
 
 
 def test_answers_repeat_and_bad_joint_or_shape_inputs_are_refused_by_name(niryo_model, targets):
