@@ -59,6 +59,8 @@ def cmd_solve(args) -> int:
             **({} if args.refine is None else {"iterations": args.refine}),
             free_axis=args.free_axis,
             collision_check=not args.no_collision_check,
+            collision_margin=args.collision_margin,
+            collision_pairs=args.collision_pairs,
         )
     except ValueError as error:
         raise ValueError(str(error).replace("IKSettings.iterations", "--refine")) from None
@@ -214,6 +216,11 @@ def cmd_bench(args) -> int:
         from .bench import collisions
 
         result = collisions.measure(args.model, say=say)
+        if args.dds:
+            from .bench.dds import dds_latency
+
+            say("the inference node over DDS, collision checking on")
+            result["dds"] = dds_latency(args.model, targets=args.dds_targets)
         _write(args.out, result, collisions.format_table(result))
         print(json.dumps(result, indent=2) if args.json else collisions.format_table(result))
         return 0
@@ -297,6 +304,53 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_collisions(args) -> int:
+    from pathlib import Path
+
+    from .arm.model import ArmModel
+    from .ik.collision import CollisionModel
+
+    if (Path(args.robot) / "model.json").is_file():  # a model folder: the arm it was trained for
+        from . import model_dir
+
+        arm = model_dir.read(args.robot).arm
+    else:
+        arm = ArmModel.load(args.robot, base=args.base, tip=args.tip)
+    model = CollisionModel.from_arm(arm, margin=args.margin, srdf=args.pairs)
+    srdf = model.to_srdf(arm.name)
+    if args.out:
+        from .model_dir import atomic_write
+
+        atomic_write(Path(args.out), srdf.encode())
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    **model.describe(),
+                    "checked": sorted(model.enabled_link_pairs),
+                    "left_out": [[a, b, why] for (a, b), why in sorted(model.disabled.items())],
+                }
+            )
+        )
+        return 0
+    print(
+        f"{arm.name}: {len(model.shapes)} collision shapes on {len(set(model.shape_links))} "
+        f"links, margin {model.margin} m"
+    )
+    print(f"checked ({len(model.enabled_link_pairs)} link pairs):")
+    for a, b in sorted(model.enabled_link_pairs):
+        print(f"  {a} - {b}")
+    print(f"left out ({len(model.disabled)}; edit the SRDF to change this):")
+    for (a, b), why in sorted(model.disabled.items(), key=lambda kv: (kv[1], kv[0])):
+        print(f"  {a} - {b}: {why}")
+    if args.out:
+        print(
+            f"written: {args.out} (use it: solve --collision-pairs {args.out}, "
+            "IKSettings(collision_pairs=...), or the inference node's collision_pairs)"
+        )
+    return 0
+
+
 def cmd_launch(args) -> int:
     from .session import run_session
 
@@ -315,6 +369,7 @@ def parser():
         "bench": cmd_bench,
         "export": cmd_export,
         "launch": cmd_launch,
+        "collisions": cmd_collisions,
     }
     return build(commands, __doc__.split("\n")[0].replace("``", ""))
 

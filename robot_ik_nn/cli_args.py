@@ -262,8 +262,35 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         action="store_true",
         help="allow answers where the arm collides with itself (checked by default)",
     )
+    s.add_argument(
+        "--collision-margin",
+        type=float,
+        default=0.0,
+        metavar="M",
+        help="least distance kept between the arm's surfaces (m, default 0)",
+    )
+    s.add_argument(
+        "--collision-pairs",
+        default="",
+        metavar="SRDF",
+        help="an SRDF whose disable_collisions are the link pairs left out (default: computed "
+        "from the URDF; write one with `robot-ik-nn collisions ARM --out FILE`)",
+    )
     s.add_argument("--json", action="store_true", help="one JSON object (a list with --solutions)")
     s.set_defaults(func=commands["solve"])
+
+    c = sub.add_parser(
+        "collisions",
+        help="the link pairs checked for self-collision and those left out, as an SRDF to edit",
+    )
+    c.add_argument("robot", help="an arm's name, a URDF path or a model folder")
+    c.add_argument("--base", help="base link (default: the URDF's root)")
+    c.add_argument("--tip", help="tip link (default: the only leaf)")
+    c.add_argument("--margin", type=float, default=0.0, help="distance kept between surfaces (m)")
+    c.add_argument("--pairs", help="read the pairs left out from this SRDF instead of sampling")
+    c.add_argument("--out", help="write the pairs left out here as an SRDF (disable_collisions)")
+    c.add_argument("--json", action="store_true", help="one JSON object")
+    c.set_defaults(func=commands["collisions"])
 
     b = sub.add_parser(
         "bench", help="measure speed and solve rate, side by side with other solvers"
@@ -309,8 +336,9 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     only.add_argument(
         "--collisions",
         action="store_true",
-        help="measure only this: self-collision-free answers judged by PyBullet, the sphere "
-        "model's error, the solve rate and the cost of checking",
+        help="measure only this: the collision model against PyBullet (this arm and every "
+        "arm in pybullet_data), targets from PyBullet-free joints solved with checking, the "
+        "cost of checking (with --dds: the inference node too)",
     )
     only.add_argument(
         "--answers",

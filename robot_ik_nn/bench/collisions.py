@@ -46,11 +46,13 @@ def pybullet_contacts(sim, model):
     return contacts
 
 
-def free_joints(sim, model, n: int, seed: int) -> np.ndarray:
-    """``n`` uniformly random joint sets that PyBullet finds free on the checked pairs."""
+def free_joints(sim, model, n: int, seed: int, limit_margin: float = 0.0) -> np.ndarray:
+    """``n`` uniformly random joint sets that PyBullet finds free on the checked pairs, limited
+    joints ``limit_margin`` inside their limits."""
     arm, rng = sim.arm, np.random.default_rng(seed)
-    lo = np.where(np.isfinite(arm.lower), arm.lower, -np.pi)
-    hi = np.where(np.isfinite(arm.upper), arm.upper, np.pi)
+    keep = np.where(arm.continuous, 0.0, limit_margin)
+    lo = np.where(np.isfinite(arm.lower), arm.lower + keep, -np.pi)
+    hi = np.where(np.isfinite(arm.upper), arm.upper - keep, np.pi)
     contacts, out = pybullet_contacts(sim, model), []
     while len(out) < n:
         q = rng.uniform(lo, hi)
@@ -111,8 +113,35 @@ def measure(model, targets: int = 1000, compare_n: int = 2000, **kw) -> dict:
             "unsolved_reasons": sorted({result.reason[int(i)] for i in np.flatnonzero(~solved)}),
             "batch_seconds": result.seconds,
         }
+    say("every arm in pybullet_data against PyBullet")
+    out["pybullet_data_arms"] = vendor_arms(compare_n, say)
     say("cost of checking, one target at a time")
     out["cost"] = _cost(plain, solver, P[:2000], None if Qt is None else Qt[:2000])
+    return out
+
+
+def vendor_arms(n: int, say) -> dict:
+    """The model against PyBullet on ``n`` random joint sets of every arm in pybullet_data."""
+    import warnings
+
+    from ..arm.model import ArmModel
+    from ..arm.resources import pybullet_data_path
+    from ..hardware.pybullet_arm import ArmSim
+    from ..ik.collision import CollisionModel
+    from .vendor_arms import ARMS
+
+    out = {}
+    for relative, tip in ARMS.items():
+        say(f"  {relative}")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # vendors' files: missing inertials and the like
+            arm = ArmModel.load(pybullet_data_path() / relative, tip=tip)
+            model = CollisionModel.from_arm(arm)
+            with ArmSim(arm) as sim:
+                lo = np.where(np.isfinite(arm.lower), arm.lower, -np.pi)
+                hi = np.where(np.isfinite(arm.upper), arm.upper, np.pi)
+                Q = np.random.default_rng(43).uniform(lo, hi, (n, arm.dof))
+                out[relative] = {"model": model.describe(), **compare(sim, model, Q)}
     return out
 
 
@@ -140,6 +169,23 @@ def _cost(plain, checked, P, Q) -> dict:
 
 def format_table(r: dict) -> str:
     m, a, c, d = r["model_vs_pybullet"], r["answers"], r["cost"], r["model"]
+    lines = [
+        f"  {name}: {v['false_negatives']} false negatives, {v['false_positives']} false "
+        f"positives ({v['false_positive_rate_of_free'] * 100:.2f} % of the free ones), "
+        f"{v['pybullet_in_collision']} of {v['configurations']} in contact by PyBullet"
+        for name, v in r.get("pybullet_data_arms", {}).items()
+    ]
+    if "dds" in r:
+        x = r["dds"]
+        lines.append(
+            f"  over DDS: {x['answered']}/{x['sent']} commanded, median {x['ms_median']:.2f} ms, "
+            f"p99 of every target sent {x['ms_p99_of_every_target_sent']:.2f} ms, start-up "
+            f"{x['startup_s']:.2f} s"
+        )
+    return "\n".join([_summary(r, m, a, c, d), *lines])
+
+
+def _summary(r, m, a, c, d) -> str:
     return (
         f"{r['robot']}: {d['shapes']} shapes, {d['link_pairs_checked']} link pairs checked "
         f"(left out: {d['disabled']}), margin {d['margin_m']} m\n"

@@ -32,7 +32,7 @@ from numba import njit
 from . import convex
 from .convex import BOX, FRAME, KIND, PAR, PLANE, POS, RADIUS, ROT, ROW
 from .layout import A_, AK_, B_, C_, P_, PRISMATIC, TYPE, pack_chain
-from .shapes import geometry_shape, origin
+from .shapes import geometry_shapes, origin
 
 HEAD = 5  # the packed model's counts and margin
 
@@ -214,26 +214,21 @@ class CollisionModel:
         root = ET.fromstring(arm.urdf_text)
         links = _frames_of_links(root, arm)
         rows, hulls, owners, start = [], [], [], 0
+        dirs = list(getattr(arm, "mesh_dirs", []))
         for link in root.iter("link"):
             if link.get("name") not in links:
                 continue
             frame, T = links[link.get("name")]
             for col in link.iter("collision"):
-                got = geometry_shape(col.find("geometry"), list(getattr(arm, "mesh_dirs", [])))
-                if got is None:
-                    continue
-                row, v = got
                 M = T @ origin(col)
-                row[FRAME], row[ROT : ROT + 9], row[POS : POS + 3] = (
-                    frame,
-                    M[:3, :3].ravel(),
-                    M[:3, 3],
-                )
-                if v is not None:
-                    row[PAR], start = start, start + len(v)
-                    hulls.append(v)
-                rows.append(row)
-                owners.append(link.get("name"))
+                for row, v in geometry_shapes(col.find("geometry"), dirs):
+                    row[FRAME], row[ROT : ROT + 9] = frame, M[:3, :3].ravel()
+                    row[POS : POS + 3] = M[:3, 3]
+                    if v is not None:
+                        row[PAR], start = start, start + len(v)
+                        hulls.append(v)
+                    rows.append(row)
+                    owners.append(link.get("name"))
         shapes = np.array(rows, float).reshape(-1, ROW)
         verts = np.concatenate(hulls) if hulls else np.zeros((0, 3))
         chain = pack_chain(arm)

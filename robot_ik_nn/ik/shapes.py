@@ -83,23 +83,51 @@ def bounding_ball(V, steps: int = 64) -> tuple[np.ndarray, float]:
     return best[1], math.sqrt(best[0])
 
 
-def read_vertices(path: Path) -> np.ndarray:
+def read_parts(path: Path) -> list[np.ndarray]:
+    """A mesh file's vertices, one array per part PyBullet makes a hull of: each object or
+    group of an .obj (a convex decomposition, V-HACD's output, is one object per piece), the
+    whole of any other file."""
     if path.suffix.lower() == ".obj":
-        lines = path.read_text(errors="ignore").splitlines()
-        return np.array([ln.split()[1:4] for ln in lines if ln.startswith("v ")], float)
+        return _obj_parts(path.read_text(errors="ignore").splitlines())
     if path.suffix.lower() == ".stl":
         data = path.read_bytes()
         n = int.from_bytes(data[80:84], "little") if len(data) >= 84 else -1
         if 84 + 50 * n == len(data):  # binary: 12 float32 and 2 bytes a triangle
             tri = np.frombuffer(data[84:], np.dtype([("f", "<f4", 12), ("a", "<u2")]))
-            return tri["f"][:, 3:].reshape(-1, 3).astype(float)
+            return [tri["f"][:, 3:].reshape(-1, 3).astype(float)]
         words = data.decode(errors="ignore").split()
-        return np.array(
-            [words[i + 1 : i + 4] for i, w in enumerate(words) if w == "vertex"], float
-        )
+        return [
+            np.array([words[i + 1 : i + 4] for i, w in enumerate(words) if w == "vertex"], float)
+        ]
     import trimesh  # other formats (.dae, ...)
 
-    return np.asarray(trimesh.load(path, force="mesh").vertices, float)
+    return [np.asarray(trimesh.load(path, force="mesh").vertices, float)]
+
+
+def _obj_parts(lines) -> list[np.ndarray]:
+    """The vertices each object (``o``) or group (``g``) of an .obj's faces uses; all the
+    vertices as one part when the file has no faces."""
+    V, parts, current = [], [], set()
+    for line in lines:
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "v":
+            V.append([float(x) for x in words[1:4]])
+        elif words[0] in ("o", "g"):
+            if current:
+                parts.append(current)
+            current = set()
+        elif words[0] == "f":
+            for w in words[1:]:
+                k = int(w.split("/")[0])
+                current.add(k - 1 if k > 0 else len(V) + k)
+    if current:
+        parts.append(current)
+    V = np.array(V, float).reshape(-1, 3)
+    if not parts:
+        return [V]
+    return [V[sorted(part)] for part in parts]
 
 
 def _row(kind: float, par=(0.0, 0.0, 0.0), radius: float = 0.0, bound=(np.zeros(3), 0.0)):
@@ -110,41 +138,44 @@ def _row(kind: float, par=(0.0, 0.0, 0.0), radius: float = 0.0, bound=(np.zeros(
     return row
 
 
-def geometry_shape(geom, dirs) -> tuple[np.ndarray, np.ndarray | None] | None:
-    """(a shape row in the ``<collision>``'s own frame, a hull's vertices or None) for one
-    ``<geometry>``; None, with a warning, for a shape that cannot be read."""
+def geometry_shapes(geom, dirs) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """[(a shape row in the ``<collision>``'s own frame, a hull's vertices or None)] for one
+    ``<geometry>`` (a mesh of several parts gives a hull each); [] with a warning for a shape
+    that cannot be read."""
     shape = geom[0] if geom is not None and len(geom) else None
     tag = shape.tag if shape is not None else None
     if tag == "sphere":
         r = float(shape.get("radius"))
-        return _row(POINT, radius=r, bound=(np.zeros(3), r)), None
+        return [(_row(POINT, radius=r, bound=(np.zeros(3), r)), None)]
     if tag == "box":
         half = np.array(shape.get("size").split(), float) / 2
-        return _row(BOX, half, bound=(np.zeros(3), float(np.linalg.norm(half)))), None
+        return [(_row(BOX, half, bound=(np.zeros(3), float(np.linalg.norm(half)))), None)]
     if tag == "cylinder":
         r, h = float(shape.get("radius")), float(shape.get("length")) / 2
         bound = (np.zeros(3), math.hypot(r, h) + SHELL)
-        return _row(CYLINDER, (r, h, 0.0), SHELL, bound), None
+        return [(_row(CYLINDER, (r, h, 0.0), SHELL, bound), None)]
     if tag == "capsule":  # PyBullet's: a segment of ``length`` grown by ``radius``
         r, h = float(shape.get("radius")), float(shape.get("length")) / 2
-        return _row(SEGMENT, (h, 0.0, 0.0), r, bound=(np.zeros(3), h + r)), None
+        return [(_row(SEGMENT, (h, 0.0, 0.0), r, bound=(np.zeros(3), h + r)), None)]
     if tag == "mesh":
         path = find_mesh(shape.get("filename", ""), dirs)
         if path is None:
             warnings.warn(
                 f"collision mesh {shape.get('filename')!r} not found; left out", stacklevel=4
             )
-            return None
+            return []
+        scale = np.array(shape.get("scale", "1 1 1").split(), float)
         try:
-            v = read_vertices(path) * np.array(shape.get("scale", "1 1 1").split(), float)
-            v = hull_vertices(v)
+            parts = [hull_vertices(v * scale) for v in read_parts(path) if len(v)]
         except Exception as err:  # noqa: BLE001 - any reader failure means "cannot use it"
             warnings.warn(f"cannot read collision mesh {path}: {err}; left out", stacklevel=4)
-            return None
-        if len(v) == 0:
+            return []
+        if not parts:
             warnings.warn(f"collision mesh {path} has no vertices; left out", stacklevel=4)
-            return None
-        centre, radius = bounding_ball(v)
-        return _row(HULL, (0.0, len(v), 0.0), SHELL, (centre, radius + SHELL)), v
+        out = []
+        for v in parts:
+            centre, radius = bounding_ball(v)
+            out.append((_row(HULL, (0.0, len(v), 0.0), SHELL, (centre, radius + SHELL)), v))
+        return out
     warnings.warn(f"collision geometry <{tag}> not supported; left out", stacklevel=4)
-    return None
+    return []

@@ -82,6 +82,7 @@ class InferenceNode(Node):
             margin=margin,
             collision_check=p["collision_check"],
             collision_margin=p["collision_margin"],
+            collision_pairs=p["collision_pairs"],
             free_axis=p["free_axis"],
         )
         # refuses a wrong arm or a corrupt file, with the reason

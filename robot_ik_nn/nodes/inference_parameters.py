@@ -77,8 +77,14 @@ PARAMETERS = {
     ),
     "collision_margin": (
         0.0,
-        "with collision_check: every collision sphere grows by this (m)",
+        "with collision_check: the least distance kept between the arm's surfaces (m)",
         {**RO, "lo": 0.0, "hi": 0.2},
+    ),
+    "collision_pairs": (
+        "",
+        "with collision_check: an SRDF whose disable_collisions are the link pairs left out "
+        "('' = computed from the URDF; `robot-ik-nn collisions ARM --out FILE` writes one)",
+        RO,
     ),
     "free_axis": (
         "",
