@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+from fk_oracle import BulletFK
 
 from robot_ik_nn.arm.kinematics import Kinematics
 from robot_ik_nn.arm.model import ArmModel
@@ -30,14 +31,42 @@ def test_forward_kinematics_matches_pybullet_on_1000_configurations(name):
 
 def test_niryo_one_zero_pose(niryo):
     pos, rot = Kinematics(niryo, torch.float64).forward(torch.zeros(6, dtype=torch.float64))
-    np.testing.assert_allclose(pos.numpy(), [0.2452, 0.0, 0.4175], atol=5e-4)
-    np.testing.assert_allclose(rot.numpy(), np.eye(3), atol=1e-9)
+    with BulletFK.of(niryo) as fk:  # the URDF as PyBullet reads it
+        expected_p, expected_R = fk.fk(np.zeros(6))
+    np.testing.assert_allclose(pos.numpy(), expected_p, atol=1e-6)
+    np.testing.assert_allclose(rot.numpy(), expected_R, atol=1e-6)
+    np.testing.assert_allclose(rot.numpy(), np.eye(3), atol=1e-9)  # every rpy of the chain is 0
 
 
 def test_inmoov_zero_pose_hangs_the_arm_down(inmoov):
     arm = ArmModel.load("inmoov_right_arm", tip="r_hand_link")
     pos, _ = Kinematics(arm, torch.float64).forward(torch.zeros(5, dtype=torch.float64))
-    np.testing.assert_allclose(pos.numpy(), [-0.0422, -0.211, -0.314], atol=5e-4)
+    with BulletFK.of(arm) as fk:
+        expected, _ = fk.fk(np.zeros(5))
+        shoulder, _ = BulletFK(arm.source, arm.base, arm.joints[0].child, []).fk([])
+    np.testing.assert_allclose(pos.numpy(), expected, atol=1e-6)
+    # hanging down: the hand well below the shoulder, barely aside of it
+    drop = shoulder - pos.numpy()
+    assert drop[2] > 0.2 and np.hypot(drop[0], drop[1]) < 0.5 * drop[2], drop
+
+
+def test_the_cuda_broadcast_products_on_the_cpu(panda):
+    """On CUDA Kinematics writes its 3x3 products out as broadcast multiply-sums (_mm, _mv);
+    elsewhere they are torch.matmul. The CPU suite runs that branch here once."""
+    from robot_ik_nn.arm import kinematics
+
+    plain = Kinematics(panda, torch.float64)
+    written_out = Kinematics(panda, torch.float64)
+    written_out._mm, written_out._mv = kinematics._mm, kinematics._mv
+    assert plain._mm is torch.matmul  # the CPU's own branch differs
+    q = plain.sample(200, torch.Generator().manual_seed(5))
+    for a, b in zip(plain.jacobian(q), written_out.jacobian(q)):
+        torch.testing.assert_close(b, a, atol=1e-12, rtol=0)
+    pos, rot = written_out.forward(q[:20])
+    with BulletFK.of(panda) as fk:
+        expected_p, expected_R = fk.fk_batch(q[:20].numpy())
+    np.testing.assert_allclose(pos.numpy(), expected_p, atol=1e-6)
+    np.testing.assert_allclose(rot.numpy(), expected_R, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", ARMS)
@@ -90,9 +119,7 @@ def test_batch_shapes_dtypes_and_gradients(niryo, dtype):
         kin.forward(torch.zeros(3, 5, dtype=dtype))
 
 
-@pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="no CUDA device on this machine (CI has none)"
-)
+@pytest.mark.cuda  # skipped without CUDA; make test-gpu fails instead (conftest.py)
 def test_cuda_matches_cpu(niryo):
     cpu = Kinematics(niryo, torch.float64)
     gpu = cpu.to(device="cuda")
