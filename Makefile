@@ -15,7 +15,7 @@ STAMP       := $(VENV)/.installed
 ROS_WHEELS  := 'ros-rclpy[fastrtps]' ros-std-msgs ros-sensor-msgs ros-geometry-msgs ros-trajectory-msgs \
                ros-visualization-msgs ros-diagnostic-msgs ros-std-srvs
 
-.PHONY: install venv test lint train screenshots clean
+.PHONY: install venv test test-gpu lint train screenshots clean
 
 # the venv, rebuilt (not wiped) when setup.py or package.xml change
 install venv: $(STAMP)
@@ -36,6 +36,10 @@ endif
 
 test: $(STAMP) lint
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# the CUDA tests alone, on a machine with a GPU: without CUDA they fail here instead of skipping
+test-gpu: $(STAMP)
+	ROBOT_IK_NN_REQUIRE_CUDA=1 $(PY) -m pytest -m cuda $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check robot_ik_nn test launch setup.py

@@ -10,6 +10,19 @@ os.environ.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "1")
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 
 
+REQUIRE_CUDA = "ROBOT_IK_NN_REQUIRE_CUDA"
+
+
+def pytest_runtest_setup(item):
+    """Tests marked cuda skip on a machine without CUDA, or fail there when
+    ROBOT_IK_NN_REQUIRE_CUDA=1 (make test-gpu): a GPU run must not pass by skipping."""
+    if item.get_closest_marker("cuda") is None or torch.cuda.is_available():
+        return
+    if os.environ.get(REQUIRE_CUDA, "") not in ("", "0"):
+        pytest.fail(f"{REQUIRE_CUDA} is set, but torch sees no CUDA device", pytrace=False)
+    pytest.skip("no CUDA device on this machine (CI has none)")
+
+
 @pytest.fixture(scope="session")
 def niryo():
     from robot_ik_nn.arm.model import ArmModel

@@ -254,9 +254,7 @@ def test_wide_restart_rounds_give_every_seed_at_once(niryo_model, targets):
         TorchSolver(loaded.arm, loaded.net, settings, round_rows=-1)
 
 
-@pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="no CUDA device on this machine (CI has none)"
-)
+@pytest.mark.cuda  # skipped without CUDA; make test-gpu fails instead (conftest.py)
 def test_the_torch_solver_on_cuda_gives_the_cpu_verdicts(niryo_model, targets):
     P, _, Q = targets
     loaded = model_dir.load(niryo_model)

@@ -200,9 +200,7 @@ def test_sigint_stops_early_and_saves_a_loadable_model(tmp_path):
     assert loaded.meta["training"]["interrupted"] is True
 
 
-@pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="no CUDA device on this machine (CI has none)"
-)
+@pytest.mark.cuda  # skipped without CUDA; make test-gpu fails instead (conftest.py)
 def test_training_on_cuda(tmp_path):
     trainer = Trainer(
         TrainConfig(
