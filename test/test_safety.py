@@ -266,15 +266,16 @@ def test_check_target_never_passes_anything_bad():
 
 
 def test_a_pose_that_collides_is_never_commanded():
-    """accept_best_effort relaxes the tolerance, never the collision check: a target inside the
-    arm's own base has only colliding poses."""
+    """accept_best_effort relaxes the tolerance, never the collision check: with a plane above
+    the shoulder every pose collides, so the best effort does too."""
     from robot_ik_nn.ik.settings import IKSettings
     from robot_ik_nn.ik.solver import Solver
 
-    solver = Solver(ARM, settings=IKSettings(collision_check=True))
-    inside = solver.solve(np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]))
+    solver = Solver(ARM, settings=IKSettings(collision_check=True, restarts=50))
+    buried = solver.with_obstacles(planes=[((0, 0, 1), 1.0)])  # free only above z = 1 m
+    inside = buried.solve(solver.forward(ARM.mid_range)[0][0])
     assert inside.status == "best_effort" and inside.q is not None and inside.collides
-    assert solver.collisions.in_collision(inside.q) and inside.reason.startswith("collides")
+    assert buried.collisions.in_collision(inside.q) and inside.reason.startswith("collides")
     # "collides" is said of joints that do; a free closest pose after colliding answers is not
     from robot_ik_nn.ik import targets
 
@@ -282,7 +283,7 @@ def test_a_pose_that_collides_is_never_commanded():
     assert free.startswith("not found: the answers within tolerance collide; this is the closest")
     assert not_commanded(inside, accept_best_effort=False) == inside.reason
     assert "a pose that collides is never commanded" in not_commanded(inside, True)
-    batch = solver.solve_batch(np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]))
+    batch = buried.solve_batch(solver.forward(ARM.mid_range)[0])
     assert batch[0].collides
     far = solver.solve(solver.origin + [0.0, 0.0, 1.5 * ARM.reach])  # out of reach, clear
     assert far.status == "best_effort" and not far.collides

@@ -114,15 +114,21 @@ def _send(client, P, quat, frame: str, out: dict) -> None:
 
 
 def _walk(solver, n: int, seed: int, step: float) -> np.ndarray:
-    """Collision-free joints, each within ``step`` rad of the last: targets a person would send."""
+    """Joints PyBullet finds free of self-contact (the solver's own model never picks them),
+    each within ``step`` rad of the last: targets a person would send."""
+    from ..hardware.pybullet_arm import ArmSim
+    from .collisions import pybullet_contacts
+
     arm, rng = solver.arm, np.random.default_rng(seed)
     lo, hi = arm.lower + 0.05, arm.upper - 0.05
     q, out = arm.mid_range.copy(), []
-    while len(out) < n:
-        cand = np.clip(q + rng.uniform(-step, step, arm.dof), lo, hi)
-        if not solver.collisions.in_collision_batch(cand[None])[0]:
-            q = cand
-            out.append(q)
+    with ArmSim(arm) as sim:
+        contacts = pybullet_contacts(sim, solver.collisions)
+        while len(out) < n:
+            cand = np.clip(q + rng.uniform(-step, step, arm.dof), lo, hi)
+            if not contacts(cand)[0]:
+                q = cand
+                out.append(q)
     return np.array(out)
 
 
