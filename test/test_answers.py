@@ -5,11 +5,12 @@ import math
 
 import numpy as np
 import pytest
+from fk_oracle import BulletFK, rotation_angle
 
 from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.arm.rotations import matrix_to_quaternion
 from robot_ik_nn.bench.answers import _score
-from robot_ik_nn.bench.measure import judge, tracking_path
+from robot_ik_nn.bench.measure import tracking_path
 from robot_ik_nn.evaluate import held_out_targets
 from robot_ik_nn.ik.settings import IKSettings
 from robot_ik_nn.ik.solver import Solver
@@ -173,69 +174,70 @@ def test_a_continuous_joint_crosses_pi_without_a_turn(slider_arm):
     assert -math.pi <= without.q[0] < math.pi
 
 
+def held_to_what_solve_path_says(solver, q_path, P, R, z_only=False, max_step=0.2):
+    """What solve_path promises, whatever the tracking does: it plans exactly when the answers
+    tracked from ``start`` step over ``max_step`` somewhere (else it returns them as they are);
+    no step of its path is over ``max_step`` and its ``max_step`` is its largest; every joint
+    is within its limits and every target is reached, as PyBullet's kinematics judges (the
+    tool's z axis alone with ``z_only``). Returns the path."""
+    arm, Q = solver.arm, matrix_to_quaternion(R)
+    tracked = track(solver, P, Q, q_path[0])
+    jump = np.abs(np.diff(np.vstack([q_path[0], tracked]), axis=0)).max()
+    path = solver.solve_path(P, Q, start=q_path[0], max_step=max_step)
+    assert path.ok and path.reason == "" and path.solved.all()
+    assert path.planned == (jump > max_step), (path.planned, jump)
+    if not path.planned:
+        np.testing.assert_array_equal(path.q, tracked)
+    steps = np.abs(np.diff(np.vstack([q_path[0], path.q]), axis=0)).max(axis=1)
+    assert steps.max() <= max_step and path.max_step == pytest.approx(steps.max())
+    assert arm.within_limits(path.q).all()
+    with BulletFK.of(arm) as fk:
+        reached, turned = fk.fk_batch(path.q)
+    assert np.linalg.norm(reached - P, axis=1).max() <= 1e-3
+    if z_only:
+        assert np.einsum("bi,bi->b", turned[:, :, 2], R[:, :, 2]).min() >= np.cos(0.01)
+    else:
+        assert rotation_angle(turned, R).max() <= 0.01
+    return path
+
+
 def test_a_known_path_is_planned_past_the_dead_end_tracking_meets(panda):
     """Panda path 129: tracked target by target, the answers drift along the self-motion into a
-    dead end and jump 0.9 rad at target 265; given the whole path, solve_path plans over the
-    sampled self-motion instead, and every step stays under 0.2 rad."""
+    dead end (they jumped 0.9 rad at target 265 when this was written); given the whole path,
+    solve_path plans over the sampled self-motion instead."""
     solver = Solver(panda)
     q_path, P, R = tracking_path(panda, solver.forward, 300, seed=129)
-    Q = matrix_to_quaternion(R)
-    tracked = np.array([a for a in track(solver, P, Q, q_path[0])])
-    assert np.abs(np.diff(tracked, axis=0)).max() > 0.5  # the jump is real
-    path = solver.solve_path(P, Q, start=q_path[0])
-    assert path.planned and path.ok and path.reason == ""
-    steps = np.abs(np.diff(np.vstack([q_path[0], path.q]), axis=0)).max(axis=1)
-    assert steps.max() <= 0.2 and path.max_step == pytest.approx(steps.max())
-    _, pos_err, rot_err = judge(solver.forward, panda, path.q, P, R)
-    assert pos_err.max() <= 1e-3 and rot_err.max() <= 0.01 and panda.within_limits(path.q).all()
+    held_to_what_solve_path_says(solver, q_path, P, R)
 
 
 def test_a_known_path_changes_branch_where_two_meet(niryo):
     """Niryo One path 184 (6 joints: no self-motion): tracked target by target, the answers
     leave the path's own branch where two meet at a singular pose, and that branch ends at the
-    third joint's limit, with a 0.35 rad jump at target 262. Given the whole path, solve_path
-    takes the branches' answers, tracks them both ways and changes branch where they meet."""
+    third joint's limit (a 0.35 rad jump at target 262 when this was written). Given the whole
+    path, solve_path takes the branches' answers, tracks them both ways and changes branch
+    where they meet."""
     solver = Solver(niryo)
     q_path, P, R = tracking_path(niryo, solver.forward, 1000, seed=184)
-    Q = matrix_to_quaternion(R)
-    tracked = track(solver, P, Q, q_path[0])
-    assert np.abs(np.diff(tracked, axis=0)).max() > 0.3  # the jump is real
-    path = solver.solve_path(P, Q, start=q_path[0])
-    assert path.planned and path.ok
-    steps = np.abs(np.diff(np.vstack([q_path[0], path.q]), axis=0)).max(axis=1)
-    assert steps.max() <= 0.2 and path.max_step == pytest.approx(steps.max())
-    _, pos_err, rot_err = judge(solver.forward, niryo, path.q, P, R)
-    assert pos_err.max() <= 1e-3 and rot_err.max() <= 0.01 and niryo.within_limits(path.q).all()
+    held_to_what_solve_path_says(solver, q_path, P, R)
 
 
 def test_a_path_pressed_on_a_limit_is_planned_over_the_branches(panda):
     """Panda path 567: its own joints press on the seventh joint's limit from target 67 on.
-    Tracked, the answers leave the path's stretch of self-motion and jump 2.9 rad; holding any
-    one joint samples no way through either. The branches (the distinct answers and the
-    stretches through them, tracked both ways between marks) hold one."""
+    Tracked, the answers left the path's stretch of self-motion (a 2.9 rad jump when this was
+    written); holding any one joint samples no way through either. The branches (the distinct
+    answers and the stretches through them, tracked both ways between marks) hold one."""
     solver = Solver(panda)
     q_path, P, R = tracking_path(panda, solver.forward, 300, seed=567)
-    Q = matrix_to_quaternion(R)
-    assert np.abs(np.diff(track(solver, P, Q, q_path[0]), axis=0)).max() > 1.0
-    path = solver.solve_path(P, Q, start=q_path[0])
-    assert path.planned and path.ok and path.max_step <= 0.2
-    _, pos_err, rot_err = judge(solver.forward, panda, path.q, P, R)
-    assert pos_err.max() <= 1e-3 and rot_err.max() <= 0.01 and panda.within_limits(path.q).all()
+    held_to_what_solve_path_says(solver, q_path, P, R)
 
 
 def test_a_path_with_a_free_tool_axis_is_planned_through(niryo):
     """With the tool's z axis free the Niryo One keeps one joint of room per pose, a
-    self-motion like a 7-joint arm's: tracked, path 109 jumps; given whole, it is planned
+    self-motion like a 7-joint arm's: tracked, path 109 jumped; given whole, it is planned
     through, with the tool's z axis on the target's everywhere."""
     solver = Solver(niryo, settings=IKSettings(free_axis="z"))
     q_path, P, R = tracking_path(niryo, solver.forward, 1000, seed=109)
-    Q = matrix_to_quaternion(R)
-    assert np.abs(np.diff(track(solver, P, Q, q_path[0]), axis=0)).max() > 0.2
-    path = solver.solve_path(P, Q, start=q_path[0])
-    assert path.planned and path.ok and path.max_step <= 0.2
-    reached, turned = solver.forward(path.q)
-    assert np.linalg.norm(reached - P, axis=1).max() <= 1e-3
-    assert np.einsum("bi,bi->b", turned[:, :, 2], R[:, :, 2]).min() >= np.cos(0.01)  # z on z
+    held_to_what_solve_path_says(solver, q_path, P, R, z_only=True)
     with pytest.raises(TypeError, match="give the settings by name"):
         Solver(niryo, IKSettings())
 
