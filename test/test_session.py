@@ -151,38 +151,99 @@ def _declared(node: str) -> set[str]:
     return called | set(getattr(module, "PARAMETERS", {}))
 
 
+class _Action:
+    """A stand-in for a launch / launch_ros class (neither is installed here): it keeps what it
+    was built with, so the test reads the actions a launch file makes as ros2 launch would."""
+
+    def __init__(self, *args, **kwargs):
+        self.args, self.kwargs = args, kwargs
+
+
+class _LaunchConfiguration(_Action):
+    def perform(self, context):
+        return context[self.args[0]]  # ros2 launch: the given value or the declared default
+
+
+def _stand_in_launch(monkeypatch):
+    """Modules named as launch and launch_ros name them; each class a recording _Action."""
+    import sys
+    import types
+
+    names = {
+        "launch": ["LaunchDescription"],
+        "launch.actions": [
+            "DeclareLaunchArgument", "EmitEvent", "ExecuteProcess", "OpaqueFunction",
+            "RegisterEventHandler",
+        ],
+        "launch.event_handlers": ["OnProcessExit"],
+        "launch.events": ["Shutdown"],
+        "launch.substitutions": ["LaunchConfiguration"],
+        "launch_ros": [],
+        "launch_ros.actions": ["Node"],
+    }  # fmt: skip
+    for module, classes in names.items():
+        stand_in = types.ModuleType(module)
+        for name in classes:
+            kind = _LaunchConfiguration if name == "LaunchConfiguration" else _Action
+            setattr(stand_in, name, type(name, (kind,), {}))
+        monkeypatch.setitem(sys.modules, module, stand_in)
+    monkeypatch.delitem(sys.modules, "robot_ik_nn.nodes.launch_description", raising=False)
+
+
 @pytest.mark.parametrize("session", ["train", "inference", "display", "deploy"])
-def test_launch_files_use_the_shared_plan_and_standard_actions(session):
-    source = (ROOT / "launch" / f"{session}.launch.py").read_text()
-    tree = ast.parse(source)
-    assert any(
-        isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description"
-        for n in tree.body
-    )
-    assert f'describe("{session}")' in source
-    builder = (ROOT / "robot_ik_nn" / "nodes" / "launch_description.py").read_text()
-    imported = {
-        a.name
-        for n in ast.walk(ast.parse(builder))
-        if isinstance(n, ast.ImportFrom)
-        and n.module
-        and n.module.split(".")[0] in ("launch", "launch_ros")
-        for a in n.names
+def test_launch_files_declare_the_session_s_arguments_and_run_its_plan(session, monkeypatch):
+    """Each launch file, run with launch stood in for: it declares exactly the session's
+    arguments at their defaults, and the actions it makes from them (the values ros2 launch
+    hands it) are the nodes robot_ik_nn.session.plan gives for the same arguments, with their
+    executables, names, parameters and remappings, and the session's end where plan says."""
+    import importlib.util
+
+    _stand_in_launch(monkeypatch)
+    path = ROOT / "launch" / f"{session}.launch.py"
+    spec = importlib.util.spec_from_file_location(f"launch_file_{session}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    entities = module.generate_launch_description().args[0]
+    declared = {
+        a.args[0]: a.kwargs["default_value"]
+        for a in entities
+        if type(a).__name__ == "DeclareLaunchArgument"
     }
-    assert imported == {
-        "LaunchDescription",
-        "DeclareLaunchArgument",
-        "EmitEvent",
-        "ExecuteProcess",
-        "OpaqueFunction",
-        "RegisterEventHandler",
-        "OnProcessExit",
-        "Shutdown",
-        "LaunchConfiguration",
-        "Node",
-    }
+    assert declared == {name: arg.default for name, arg in ARGUMENTS[session].items()}
     arm = {"arm"} if session == "deploy" else {"robot", "controller"}
-    assert set(ARGUMENTS[session]) >= {"model_dir", "params_file", "rviz"} | arm
+    assert set(declared) >= {"model_dir", "params_file", "rviz"} | arm
+    (opaque,) = [a for a in entities if type(a).__name__ == "OpaqueFunction"]
+    given = dict(declared)
+    if session == "deploy":
+        given["dry_run"] = "true"  # the emulator, an ExecuteProcess, is made too
+    elif session != "display":
+        given.update(view="true", rviz="true")
+    actions = opaque.kwargs["function"](given, *opaque.kwargs["args"])
+    expected = plan(session, given)
+    nodes = [a for a in actions if type(a).__name__ in ("Node", "ExecuteProcess")]
+    assert len(nodes) == len(expected)
+    console = (ROOT / "setup.py").read_text()
+    for action, spec in zip(nodes, expected):
+        if spec.command:
+            assert type(action).__name__ == "ExecuteProcess"
+            assert action.kwargs["cmd"] == spec.command and action.kwargs["name"] == spec.name
+            continue
+        kw = action.kwargs
+        assert (kw["package"], kw["executable"], kw["name"]) == (
+            spec.package, spec.executable, spec.name
+        )  # fmt: skip
+        assert kw["parameters"] == ([spec.parameters] if spec.parameters else [])
+        assert kw["remappings"] == spec.remappings and kw["arguments"] == spec.arguments
+        if spec.package == "robot_ik_nn":  # ros2 run finds it: a console script of setup.py
+            assert f'"{spec.executable} = robot_ik_nn.nodes.{spec.executable}:main"' in console
+    ends = [
+        a.args[0].kwargs["target_action"]
+        for a in actions
+        if type(a).__name__ == "RegisterEventHandler"
+    ]
+    assert [a.kwargs["name"] for a in ends] == [s.name for s in expected if s.ends_session]
+    if session == "train":
+        assert ends and ends[0].kwargs["executable"] == "learner_node"
 
 
 def _traj(names, points, stamp=0.0):
