@@ -12,7 +12,7 @@ from robot_ik_nn.bench.collisions import compare, free_joints, pybullet_contacts
 from robot_ik_nn.ik import collision, convex, forward, layout
 from robot_ik_nn.ik.collision import CollisionModel
 from robot_ik_nn.ik.settings import IKSettings
-from robot_ik_nn.ik.shapes import SHELL, hull_vertices
+from robot_ik_nn.ik.shapes import SHELL, hull, hull_block, with_bounds
 from robot_ik_nn.ik.solver import Solver
 
 ARMS = ["niryo_one", "inmoov_right_arm", "franka_panda", "kuka_iiwa"]
@@ -57,11 +57,12 @@ def test_link_frames_end_at_the_kernels_tip(name, slider_arm):
 
 # -- distances: GJK against a minimiser, and against PyBullet -------------------------------------
 def _hull_row(V, first):
+    """A hull's row for corners ``V`` whose block (shapes.hull_block) starts at row ``first``."""
     row = np.zeros(convex.ROW)
     row[convex.KIND], row[convex.PAR], row[convex.PAR + 1] = convex.HULL, first, len(V)
+    row[convex.PAR + 2] = first + len(V)
     row[convex.ROT : convex.ROT + 9] = np.eye(3).ravel()
-    row[convex.BOUND_R] = np.linalg.norm(V, axis=1).max()
-    return row
+    return with_bounds(row, V)
 
 
 def _pose(rng, spread):
@@ -77,13 +78,14 @@ def test_gjk_distance_matches_a_minimiser_on_random_hulls():
     W = np.zeros((4, 3))
     apart = overlapping = 0
     for case in range(40):
-        A = hull_vertices(rng.normal(size=(rng.integers(4, 12), 3)) * rng.uniform(0.01, 0.1, 3))
-        B = hull_vertices(rng.normal(size=(rng.integers(4, 12), 3)) * rng.uniform(0.01, 0.1, 3))
+        A, near_a = hull(rng.normal(size=(rng.integers(4, 12), 3)) * rng.uniform(0.01, 0.1, 3))
+        B, near_b = hull(rng.normal(size=(rng.integers(4, 12), 3)) * rng.uniform(0.01, 0.1, 3))
         pa, pb = _pose(rng, 0.15 if case % 2 else 0.04), _pose(rng, 0.15 if case % 2 else 0.04)
         WA = A @ pa[:9].reshape(3, 3).T + pa[9:]
         WB = B @ pb[:9].reshape(3, 3).T + pb[9:]
-        verts = np.concatenate([A, B])
-        a, b = _hull_row(A, 0), _hull_row(B, len(A))
+        block = hull_block(A, near_a)
+        verts = np.concatenate([block, hull_block(B, near_b)])
+        a, b = _hull_row(A, 0), _hull_row(B, len(block))
         ours = convex.distance(a, pa, b, pb, verts, -1.0, W)
         n = len(A)
 
@@ -123,6 +125,68 @@ def test_gjk_distance_matches_a_minimiser_on_random_hulls():
             assert ours * 0.5 < convex.distance(a, pa, b, pb, verts, ours * 0.5, W) <= ours + 1e-12
             assert convex.distance(a, pa, b, pb, verts, ours * 1.5, W) <= ours * 1.5
     assert apart >= 10 and overlapping >= 5, (apart, overlapping)  # both cases were reached
+
+
+def test_bounding_capsules_hold_their_shapes():
+    """Every corner of every hull, box and cylinder rim lies inside the shape's bounding sphere
+    and capsule (the broad and mid phases skip pairs on their word)."""
+    rng = np.random.default_rng(4)
+    for name in ARMS + ["slider"]:
+        if name == "slider":
+            continue
+        arm = ArmModel.load(name)
+        model = CollisionModel.from_arm(arm, samples=10)
+        for row in model.shapes:
+            kind, par = row[convex.KIND], row[convex.PAR : convex.PAR + 3]
+            if kind == convex.HULL:
+                P = model.verts[int(par[0]) : int(par[0]) + int(par[1])]
+            elif kind == convex.BOX:
+                P = rng.uniform(-par, par, (500, 3))
+            elif kind == convex.CYLINDER:
+                a, z = rng.uniform(0, 2 * np.pi, 500), rng.uniform(-par[1], par[1], 500)
+                P = np.stack([par[0] * np.cos(a), par[0] * np.sin(a), z], axis=1)
+            else:
+                P = np.zeros((1, 3)) + [0, 0, par[0] if kind == convex.SEGMENT else 0.0]
+            grow = row[convex.RADIUS]
+            mid, half = row[convex.BOUND : convex.BOUND + 3], row[convex.AXIS : convex.AXIS + 3]
+            assert np.all(np.linalg.norm(P - mid, axis=1) + grow <= row[convex.BOUND_R] + 1e-12)
+            a, e = mid - half, 2 * half
+            s = np.clip((P - a) @ e / max(e @ e, 1e-300), 0, 1)
+            d = np.linalg.norm(P - a - s[:, None] * e, axis=1)
+            assert np.all(d + grow <= row[convex.CAP_R] + 1e-12), (name, kind)
+    # the capsule gap never exceeds the true distance between two hulls
+    W = np.zeros((4, 3))
+    for _ in range(200):
+        A, near_a = hull(rng.normal(size=(10, 3)) * [0.2, 0.03, 0.03])
+        B, near_b = hull(rng.normal(size=(10, 3)) * [0.03, 0.2, 0.03])
+        block = hull_block(A, near_a)
+        verts = np.concatenate([block, hull_block(B, near_b)])
+        a, b = _hull_row(A, 0), _hull_row(B, len(block))
+        pa, pb = _pose(rng, 0.2), _pose(rng, 0.2)
+        true = convex.distance(a, pa, b, pb, verts, -1.0, W)
+        assert convex.capsule_gap(a, pa, b, pb) <= true + 1e-12
+        assert convex.bound_gap(a, pa, b, pb) <= true + 1e-12
+
+
+def test_a_hull_support_walk_finds_the_farthest_corner(models):
+    """Uphill along the hull's edges, against every corner tried, for each Panda link's hull and
+    for flat and tiny sets."""
+    _, model = models("franka_panda")
+    rng = np.random.default_rng(9)
+    rows = [r for r in model.shapes if r[convex.KIND] == convex.HULL]
+    flat = rng.uniform(-1, 1, (30, 3)) * [0.1, 0.05, 0.0]
+    for V in (flat, rng.normal(size=(3, 3)), rng.normal(size=(200, 3))):
+        corners, near = hull(V)
+        rows.append(_hull_row(corners, len(model.verts)))
+        model = model._with(verts=np.concatenate([model.verts, hull_block(corners, near)]))
+    pose = np.concatenate([np.eye(3).ravel(), np.zeros(3)])
+    for row in rows:
+        first, n = int(row[convex.PAR]), int(row[convex.PAR + 1])
+        corners = model.verts[first : first + n]
+        for d in rng.normal(size=(200, 3)):
+            start = int(rng.integers(n))  # from any corner
+            got = np.array(convex.support(row, pose, model.verts, *d, start)[:3])
+            assert got @ d == pytest.approx((corners @ d).max(), abs=1e-12)
 
 
 @pytest.mark.parametrize("name", ARMS)
@@ -284,8 +348,8 @@ def test_missing_mesh_warns_and_found_mesh_is_scaled(tmp_path):
     with pytest.warns(UserWarning, match="gone.stl"):
         model = CollisionModel.from_arm(ArmModel.load(path), samples=10)
     assert model.shape_links == ["b"] and model.shapes[0, convex.FRAME] == 1
-    assert len(model.verts) == 8  # the hull's corners
-    np.testing.assert_allclose(model.verts[:, 2].max(), 0.2)  # scaled by 2 along z
+    assert model.shapes[0, convex.PAR + 1] == 8  # the hull's corners
+    np.testing.assert_allclose(model.verts[:8, 2].max(), 0.2)  # scaled by 2 along z
     # its lowest point over a plane through the joint, at q = 0: 0.5 m up, less the shell
     floor = model.with_obstacles(planes=[((0, 0, 1), 0.1)])
     assert floor.clearance([0.0]) == pytest.approx(0.5 - SHELL, abs=1e-12)

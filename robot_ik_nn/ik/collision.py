@@ -32,7 +32,7 @@ from numba import njit
 from . import convex
 from .convex import BOX, FRAME, KIND, PAR, PLANE, POS, RADIUS, ROT, ROW
 from .layout import A_, AK_, B_, C_, P_, PRISMATIC, TYPE, pack_chain
-from .shapes import geometry_shapes, origin
+from .shapes import box_corners, geometry_shapes, origin, with_bounds
 
 HEAD = 5  # the packed model's counts and margin
 
@@ -105,6 +105,9 @@ def clearance(chain, shapes, verts, pairs, obstacles, q, frames, poses, W, stop)
         bound = convex.bound_gap(shapes[a], poses[a], shapes[b], poses[b])
         if bound >= best or (stop >= 0.0 and bound >= stop):
             continue
+        bound = convex.capsule_gap(shapes[a], poses[a], shapes[b], poses[b])
+        if bound >= best or (stop >= 0.0 and bound >= stop):
+            continue
         g = convex.gap(shapes[a], poses[a], shapes[b], poses[b], verts, limit, W)
         best = min(best, g)
         if stop >= 0.0 and best < stop:
@@ -118,7 +121,7 @@ def clearance(chain, shapes, verts, pairs, obstacles, q, frames, poses, W, stop)
             if ob[KIND] == PLANE:
                 bound = convex.plane_bound(ob, shapes[i], poses[i])
             else:
-                bound = convex.bound_gap(ob, pose, shapes[i], poses[i])
+                bound = convex.capsule_gap(ob, pose, shapes[i], poses[i])
             if bound >= best or (stop >= 0.0 and bound >= stop):
                 continue
             if ob[KIND] == PLANE:
@@ -163,6 +166,8 @@ def _near_counts(chain, shapes, verts, pairs, group, Q, within, frames, poses, W
                 last[g] == s
                 or convex.bound_gap(shapes[a], poses[a], shapes[b], poses[b]) >= within
             ):
+                continue
+            if convex.capsule_gap(shapes[a], poses[a], shapes[b], poses[b]) >= within:
                 continue
             if convex.gap(shapes[a], poses[a], shapes[b], poses[b], verts, within, W) < within:
                 counts[g] += 1
@@ -224,8 +229,10 @@ class CollisionModel:
                 for row, v in geometry_shapes(col.find("geometry"), dirs):
                     row[FRAME], row[ROT : ROT + 9] = frame, M[:3, :3].ravel()
                     row[POS : POS + 3] = M[:3, 3]
-                    if v is not None:
-                        row[PAR], start = start, start + len(v)
+                    if v is not None:  # the hull's rows: corners, then their adjacency
+                        row[PAR] += start
+                        row[PAR + 2] += start
+                        start += len(v)
                         hulls.append(v)
                     rows.append(row)
                     owners.append(link.get("name"))
@@ -333,7 +340,8 @@ class CollisionModel:
             row = np.zeros((1, ROW))
             row[0, FRAME], row[0, KIND] = -1, BOX
             row[0, ROT : ROT + 9], row[0, POS : POS + 3] = np.eye(3).ravel(), centre
-            row[0, PAR : PAR + 3], row[0, convex.BOUND_R] = half, np.linalg.norm(half)
+            row[0, PAR : PAR + 3] = half
+            row[0] = with_bounds(row[0], box_corners(half))
             rows.append(row)
         return self._with(obstacles=np.concatenate(rows).reshape(-1, ROW))
 

@@ -11,10 +11,13 @@ Row layout (``shape``):
 - ``KIND``: POINT, SEGMENT, BOX, CYLINDER, HULL, or PLANE (obstacles only);
 - ``ROT`` (9, row-major) and ``POS`` (3): the core's pose in its frame;
 - ``PAR`` (3): a segment's half length; a box's half sizes; a cylinder's radius and half length
-  (axis z, as in URDF); a hull's first vertex row and vertex count; a plane's unit normal;
+  (axis z, as in URDF); a hull's first corner row, corner count and first adjacency row in the
+  vertex array (its corners' neighbours as numbers, shapes.hull_block); a plane's unit normal;
 - ``RADIUS``: how far the core is grown (a plane's offset: it is n.x = offset, free where more);
 - ``BOUND`` (3) and ``BOUND_R``: a sphere around the whole shape, in the shape's own frame (the
-  broad phase: most pairs are told apart by it alone).
+  broad phase: most pairs are told apart by it alone); ``AXIS`` (3) and ``CAP_R``: a capsule
+  around it, the segment BOUND -/+ AXIS grown by CAP_R (the mid phase, tighter round a long
+  link: its pairs go to GJK a third as often on the Panda).
 
 A pose (``pose``) is 12 numbers: a rotation row-major, then a translation. Obstacles are rows in
 the base frame, and their pose is their own rotation and position.
@@ -27,19 +30,36 @@ import math
 import numpy as np
 from numba import njit
 
-FRAME, KIND, ROT, POS, PAR, RADIUS, BOUND, BOUND_R, ROW = 0, 1, 2, 11, 14, 17, 18, 21, 22
+FRAME, KIND, ROT, POS, PAR, RADIUS, BOUND, BOUND_R, AXIS, CAP_R, ROW = (
+    0,
+    1,
+    2,
+    11,
+    14,
+    17,
+    18,
+    21,
+    22,
+    25,
+    26,
+)
 POINT, SEGMENT, BOX, CYLINDER, HULL, PLANE = 0.0, 1.0, 2.0, 3.0, 4.0, 5.0
 MAX_ITERATIONS = 64  # GJK on these shapes converges in < 20; the cap only guards degeneracy
+EXTREMES = 6  # a hull's first corners: the farthest along -x, +x, -y, +y, -z, +z
 CONVERGED = 1e-12  # relative: stop when |v|^2 - v.w <= this * |v|^2 (distance to ~1e-12 m)
 
 
 @njit(cache=True)
-def support(shape, pose, verts, dx, dy, dz):
-    """The point of the core of ``shape`` at ``pose`` farthest along (dx, dy, dz)."""
+def support(shape, pose, verts, dx, dy, dz, start):
+    """(x, y, z, corner): the point of the core of ``shape`` at ``pose`` farthest along
+    (dx, dy, dz); for a hull, the walk starts at corner ``start`` (the last one found: GJK's
+    directions change little from step to step), or with ``start`` -1 at the best of the
+    corners farthest along the frame's axes (shapes.hull lists them first), and the corner it
+    ends on is returned."""
     lx = pose[0] * dx + pose[3] * dy + pose[6] * dz  # the direction in the shape's frame
     ly = pose[1] * dx + pose[4] * dy + pose[7] * dz
     lz = pose[2] * dx + pose[5] * dy + pose[8] * dz
-    kind, sx, sy, sz = shape[KIND], 0.0, 0.0, 0.0
+    kind, sx, sy, sz, k = shape[KIND], 0.0, 0.0, 0.0, 0
     if kind == SEGMENT:
         sz = shape[PAR] if lz >= 0.0 else -shape[PAR]
     elif kind == BOX:
@@ -51,16 +71,27 @@ def support(shape, pose, verts, dx, dy, dz):
         if n > 1e-300:
             sx, sy = shape[PAR] * lx / n, shape[PAR] * ly / n
         sz = shape[PAR + 1] if lz >= 0.0 else -shape[PAR + 1]
-    elif kind == HULL:
-        first, best = int(shape[PAR]), -np.inf
-        for k in range(first, first + int(shape[PAR + 1])):
-            d = verts[k, 0] * lx + verts[k, 1] * ly + verts[k, 2] * lz
+    elif kind == HULL:  # uphill along the hull's edges: on a convex hull a local top is the top
+        first, n = int(shape[PAR]), int(shape[PAR + 1])
+        adjacency = verts[int(shape[PAR + 2]) :].reshape(-1)  # offsets (n + 1), then neighbours
+        k, best, climbing = start, -np.inf, True
+        for j in range(start, start + 1) if start >= 0 else range(min(n, EXTREMES)):
+            d = verts[first + j, 0] * lx + verts[first + j, 1] * ly + verts[first + j, 2] * lz
             if d > best:
-                best, sx, sy, sz = d, verts[k, 0], verts[k, 1], verts[k, 2]
+                best, k = d, j
+        while climbing:
+            climbing = False
+            for e in range(int(adjacency[k]), int(adjacency[k + 1])):
+                j = int(adjacency[n + 1 + e])
+                d = verts[first + j, 0] * lx + verts[first + j, 1] * ly + verts[first + j, 2] * lz
+                if d > best:
+                    best, k, climbing = d, j, True
+        sx, sy, sz = verts[first + k, 0], verts[first + k, 1], verts[first + k, 2]
     return (
         pose[0] * sx + pose[1] * sy + pose[2] * sz + pose[9],
         pose[3] * sx + pose[4] * sy + pose[5] * sz + pose[10],
         pose[6] * sx + pose[7] * sy + pose[8] * sz + pose[11],
+        k,
     )
 
 
@@ -77,6 +108,61 @@ def place(shape, frame, pose):
         for b in range(3):
             acc += frame[3 * a + b] * shape[POS + b]
         pose[9 + a] = acc
+
+
+@njit(cache=True)
+def _ends(shape, pose):
+    """The world end points of a shape's bounding capsule's segment."""
+    c0 = c1 = c2 = e0 = e1 = e2 = 0.0
+    for i in range(3):
+        c = pose[9 + i]
+        e = 0.0
+        for j in range(3):
+            c += pose[3 * i + j] * shape[BOUND + j]
+            e += pose[3 * i + j] * shape[AXIS + j]
+        if i == 0:
+            c0, e0 = c, e
+        elif i == 1:
+            c1, e1 = c, e
+        else:
+            c2, e2 = c, e
+    return c0 - e0, c1 - e1, c2 - e2, c0 + e0, c1 + e1, c2 + e2
+
+
+@njit(cache=True)
+def capsule_gap(a, pa, b, pb):
+    """The gap between the two shapes' bounding capsules (segment to segment, less both radii):
+    a lower bound of their distance."""
+    p0, p1, p2, q0, q1, q2 = _ends(a, pa)
+    r0, r1, r2, t0, t1, t2 = _ends(b, pb)
+    d10, d11, d12 = q0 - p0, q1 - p1, q2 - p2
+    d20, d21, d22 = t0 - r0, t1 - r1, t2 - r2
+    w0, w1, w2 = p0 - r0, p1 - r1, p2 - r2
+    aa = d10 * d10 + d11 * d11 + d12 * d12
+    ee = d20 * d20 + d21 * d21 + d22 * d22
+    f = d20 * w0 + d21 * w1 + d22 * w2
+    s = t = 0.0
+    if aa <= 1e-18 and ee <= 1e-18:
+        pass
+    elif aa <= 1e-18:
+        t = min(max(f / ee, 0.0), 1.0)
+    else:
+        c = d10 * w0 + d11 * w1 + d12 * w2
+        if ee <= 1e-18:
+            s = min(max(-c / aa, 0.0), 1.0)
+        else:
+            bb = d10 * d20 + d11 * d21 + d12 * d22
+            denom = aa * ee - bb * bb
+            s = min(max((bb * f - c * ee) / denom, 0.0), 1.0) if denom > 1e-18 else 0.0
+            t = (bb * s + f) / ee
+            if t < 0.0:
+                t, s = 0.0, min(max(-c / aa, 0.0), 1.0)
+            elif t > 1.0:
+                t, s = 1.0, min(max((bb - c) / aa, 0.0), 1.0)
+    x0 = p0 + d10 * s - r0 - d20 * t
+    x1 = p1 + d11 * s - r1 - d21 * t
+    x2 = p2 + d12 * s - r2 - d22 * t
+    return math.sqrt(x0 * x0 + x1 * x1 + x2 * x2) - a[CAP_R] - b[CAP_R]
 
 
 @njit(cache=True)
@@ -214,8 +300,8 @@ def distance(a, pa, b, pb, verts, limit, W):
     dx, dy, dz = pa[9] - pb[9], pa[10] - pb[10], pa[11] - pb[11]
     if dx * dx + dy * dy + dz * dz == 0.0:
         dx = 1.0
-    sa = support(a, pa, verts, -dx, -dy, -dz)
-    sb = support(b, pb, verts, dx, dy, dz)
+    sa = support(a, pa, verts, -dx, -dy, -dz, -1)
+    sb = support(b, pb, verts, dx, dy, dz, -1)
     W[0, 0], W[0, 1], W[0, 2] = sa[0] - sb[0], sa[1] - sb[1], sa[2] - sb[2]
     vx, vy, vz, n = W[0, 0], W[0, 1], W[0, 2], 1
     lower = 0.0
@@ -223,8 +309,8 @@ def distance(a, pa, b, pb, verts, limit, W):
         vv = vx * vx + vy * vy + vz * vz
         if vv <= 1e-30:
             return 0.0
-        sa = support(a, pa, verts, -vx, -vy, -vz)
-        sb = support(b, pb, verts, vx, vy, vz)
+        sa = support(a, pa, verts, -vx, -vy, -vz, sa[3])
+        sb = support(b, pb, verts, vx, vy, vz, sb[3])
         wx, wy, wz = sa[0] - sb[0], sa[1] - sb[1], sa[2] - sb[2]
         vw = vx * wx + vy * wy + vz * wz
         if vw > 0.0:
@@ -261,15 +347,14 @@ def gap(a, pa, b, pb, verts, limit, W):
 def plane_gap(plane, shape, pose, verts):
     """How far the shape keeps above a plane (n.x = offset): its lowest point along n."""
     nx, ny, nz = plane[PAR], plane[PAR + 1], plane[PAR + 2]
-    s = support(shape, pose, verts, -nx, -ny, -nz)
+    s = support(shape, pose, verts, -nx, -ny, -nz, -1)
     return nx * s[0] + ny * s[1] + nz * s[2] - plane[RADIUS] - shape[RADIUS]
 
 
 @njit(cache=True)
 def plane_bound(plane, shape, pose):
-    """The bounding sphere's height above the plane: a lower bound of ``plane_gap``."""
-    h = -plane[RADIUS] - shape[BOUND_R]
-    for i in range(3):
-        c = pose[9 + i] + pose[3 * i] * shape[BOUND] + pose[3 * i + 1] * shape[BOUND + 1]
-        h += plane[PAR + i] * (c + pose[3 * i + 2] * shape[BOUND + 2])
-    return h
+    """The bounding capsule's height above the plane: a lower bound of ``plane_gap``."""
+    p0, p1, p2, q0, q1, q2 = _ends(shape, pose)
+    n0, n1, n2 = plane[PAR], plane[PAR + 1], plane[PAR + 2]
+    low = min(n0 * p0 + n1 * p1 + n2 * p2, n0 * q0 + n1 * q1 + n2 * q2)
+    return low - plane[RADIUS] - shape[CAP_R]

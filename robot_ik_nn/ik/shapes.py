@@ -20,9 +20,11 @@ import numpy as np
 
 from ..arm.resources import find_mesh
 from .convex import (
+    AXIS,
     BOUND,
     BOUND_R,
     BOX,
+    CAP_R,
     CYLINDER,
     HULL,
     KIND,
@@ -57,30 +59,52 @@ def origin(el) -> np.ndarray:
 
 def hull_vertices(P) -> np.ndarray:
     """The corners of conv(P): the only vertices a support function needs."""
+    return hull(P)[0]
+
+
+def hull(P) -> tuple[np.ndarray, list[set[int]]]:
+    """(the corners of conv(P), each corner's neighbours along the hull's triangulated faces):
+    walking uphill along them finds the corner farthest in any direction."""
     from scipy.spatial import ConvexHull, QhullError
 
     P = np.unique(np.asarray(P, float).reshape(-1, 3), axis=0)
     for options in (None, "QJ"):  # QJ: joggle a flat set into a thin solid
         try:
-            return P[ConvexHull(P, qhull_options=options).vertices]
+            h = ConvexHull(P, qhull_options=options)
         except (QhullError, ValueError):
             continue
-    return P  # fewer than four distinct points: every one is a corner
+        order = _extremes_first(P, h.vertices)
+        index = {int(v): k for k, v in enumerate(order)}
+        near: list[set[int]] = [set() for _ in h.vertices]
+        for tri in h.simplices:
+            a, b, c = (index[int(v)] for v in tri)
+            near[a] |= {b, c}
+            near[b] |= {a, c}
+            near[c] |= {a, b}
+        return P[order], near
+    # fewer than four distinct points: every one a corner, each beside every other
+    return P, [set(range(len(P))) - {k} for k in range(len(P))]
 
 
-def bounding_ball(V, steps: int = 64) -> tuple[np.ndarray, float]:
-    """A small sphere holding the points ``V``: Badoiu-Clarkson steps towards the farthest point,
-    the best centre kept; its radius is the exact farthest distance from that centre."""
-    V = np.asarray(V, float)
-    c = (V.min(0) + V.max(0)) / 2
-    best = (float(((V - c) ** 2).sum(1).max()), c)
-    for i in range(steps):
-        d2 = ((V - c) ** 2).sum(1)
-        f = int(np.argmax(d2))
-        if d2[f] < best[0]:
-            best = (float(d2[f]), c)
-        c = c + (V[f] - c) / (i + 2)
-    return best[1], math.sqrt(best[0])
+def _extremes_first(P, corners) -> list[int]:
+    """The hull's corners with the farthest along -x, +x, -y, +y, -z, +z first (a support walk
+    starts from the best of those six)."""
+    first = []
+    for axis in range(3):
+        for pick in (np.argmin, np.argmax):
+            k = int(corners[pick(P[corners, axis])])
+            if k not in first:
+                first.append(k)
+    return first + [int(k) for k in corners if int(k) not in first]
+
+
+def hull_block(V, near) -> np.ndarray:
+    """A hull as rows of 3 numbers for the packed vertex array: its corners, then its adjacency
+    (n + 1 offsets and the neighbour lists, local indices) padded to whole rows."""
+    offsets = np.cumsum([0] + [len(n) for n in near])
+    flat = np.concatenate([offsets, [j for n in near for j in sorted(n)]]).astype(float)
+    flat = np.concatenate([flat, np.zeros(-len(flat) % 3)])
+    return np.concatenate([np.asarray(V, float), flat.reshape(-1, 3)])
 
 
 def read_parts(path: Path) -> list[np.ndarray]:
@@ -130,33 +154,77 @@ def _obj_parts(lines) -> list[np.ndarray]:
     return [V[sorted(part)] for part in parts]
 
 
-def _row(kind: float, par=(0.0, 0.0, 0.0), radius: float = 0.0, bound=(np.zeros(3), 0.0)):
+def _row(kind: float, par=(0.0, 0.0, 0.0), radius: float = 0.0) -> np.ndarray:
     row = np.zeros(ROW)
     row[KIND], row[PAR : PAR + 3], row[RADIUS] = kind, par, radius
     row[ROT : ROT + 9] = np.eye(3).ravel()
-    row[BOUND : BOUND + 3], row[BOUND_R] = bound
+    return row
+
+
+def box_corners(half) -> np.ndarray:
+    h = np.asarray(half, float)
+    return np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * h
+
+
+def bounding_capsule(V) -> tuple[np.ndarray, np.ndarray, float]:
+    """(midpoint, half segment, radius) of a capsule holding the points ``V``: the segment along
+    their principal axis, its ends pulled in as far as the radius allows; the radius is the
+    exact farthest distance from the segment."""
+    V = np.asarray(V, float).reshape(-1, 3)
+    c = V.mean(0)
+    u = np.linalg.eigh(np.cov((V - c).T) + 1e-30 * np.eye(3))[1][:, -1] if len(V) > 1 else None
+    if u is None:
+        return V[0], np.zeros(3), 0.0
+    t = (V - c) @ u
+    rho = np.linalg.norm(V - c - t[:, None] * u, axis=1)
+    r = rho.max()
+    room = np.sqrt(np.maximum(r * r - rho * rho, 0.0))
+    lo, hi = (t + room).min(), (t - room).max()
+    if lo > hi:
+        lo = hi = (lo + hi) / 2
+    a, b = c + lo * u, c + hi * u
+    e = b - a
+    s = np.clip((V - a) @ e / max(e @ e, 1e-300), 0.0, 1.0)
+    r = float(np.linalg.norm(V - a - s[:, None] * e, axis=1).max())
+    return (a + b) / 2, e / 2, r
+
+
+def with_bounds(row, corners=None, grow: float = 0.0, capsule=None) -> np.ndarray:
+    """``row`` with a bounding capsule (midpoint, half segment, radius: ``capsule``, else one
+    around the points ``corners``, the shape's extreme points in its frame) and the sphere
+    about that midpoint through the farthest of them, both grown by ``grow`` (its radius)."""
+    row = row.copy()
+    mid, half, r = capsule if capsule is not None else bounding_capsule(corners)
+    if capsule is not None:
+        reach = np.linalg.norm(half) + r
+    else:
+        reach = float(np.linalg.norm(np.asarray(corners) - mid, axis=1).max())
+    row[BOUND : BOUND + 3], row[BOUND_R] = mid, reach + grow
+    row[AXIS : AXIS + 3], row[CAP_R] = half, r + grow
     return row
 
 
 def geometry_shapes(geom, dirs) -> list[tuple[np.ndarray, np.ndarray | None]]:
-    """[(a shape row in the ``<collision>``'s own frame, a hull's vertices or None)] for one
+    """[(a shape row in the ``<collision>``'s own frame, a hull's rows or None)] for one
     ``<geometry>`` (a mesh of several parts gives a hull each); [] with a warning for a shape
     that cannot be read."""
     shape = geom[0] if geom is not None and len(geom) else None
     tag = shape.tag if shape is not None else None
     if tag == "sphere":
         r = float(shape.get("radius"))
-        return [(_row(POINT, radius=r, bound=(np.zeros(3), r)), None)]
+        return [(with_bounds(_row(POINT, radius=r), capsule=(np.zeros(3), np.zeros(3), r)), None)]
     if tag == "box":
         half = np.array(shape.get("size").split(), float) / 2
-        return [(_row(BOX, half, bound=(np.zeros(3), float(np.linalg.norm(half)))), None)]
-    if tag == "cylinder":
+        return [(with_bounds(_row(BOX, half), box_corners(half)), None)]
+    if tag in ("cylinder", "capsule"):  # a capsule is PyBullet's: a segment grown by a radius
         r, h = float(shape.get("radius")), float(shape.get("length")) / 2
-        bound = (np.zeros(3), math.hypot(r, h) + SHELL)
-        return [(_row(CYLINDER, (r, h, 0.0), SHELL, bound), None)]
-    if tag == "capsule":  # PyBullet's: a segment of ``length`` grown by ``radius``
-        r, h = float(shape.get("radius")), float(shape.get("length")) / 2
-        return [(_row(SEGMENT, (h, 0.0, 0.0), r, bound=(np.zeros(3), h + r)), None)]
+        if tag == "capsule":
+            row = _row(SEGMENT, (h, 0.0, 0.0), r)
+            return [(with_bounds(row, capsule=(np.zeros(3), np.array([0, 0, h]), r)), None)]
+        row = _row(CYLINDER, (r, h, 0.0), SHELL)
+        return [
+            (with_bounds(row, grow=SHELL, capsule=(np.zeros(3), np.array([0, 0, h]), r)), None)
+        ]
     if tag == "mesh":
         path = find_mesh(shape.get("filename", ""), dirs)
         if path is None:
@@ -166,16 +234,16 @@ def geometry_shapes(geom, dirs) -> list[tuple[np.ndarray, np.ndarray | None]]:
             return []
         scale = np.array(shape.get("scale", "1 1 1").split(), float)
         try:
-            parts = [hull_vertices(v * scale) for v in read_parts(path) if len(v)]
+            parts = [hull(v * scale) for v in read_parts(path) if len(v)]
         except Exception as err:  # noqa: BLE001 - any reader failure means "cannot use it"
             warnings.warn(f"cannot read collision mesh {path}: {err}; left out", stacklevel=4)
             return []
         if not parts:
             warnings.warn(f"collision mesh {path} has no vertices; left out", stacklevel=4)
         out = []
-        for v in parts:
-            centre, radius = bounding_ball(v)
-            out.append((_row(HULL, (0.0, len(v), 0.0), SHELL, (centre, radius + SHELL)), v))
+        for v, near in parts:  # PAR: first corner row, corners, first adjacency row (relative)
+            row = with_bounds(_row(HULL, (0.0, len(v), len(v)), SHELL), v, grow=SHELL)
+            out.append((row, hull_block(v, near)))
         return out
     warnings.warn(f"collision geometry <{tag}> not supported; left out", stacklevel=4)
     return []
