@@ -39,10 +39,25 @@ def pose_msg(probe, pos, quat, frame="base_link", stamp=None):
 
 
 @pytest.fixture(scope="module")
-def served(niryo_model):
-    """sim_node (the stand-in arm) and inference_node, as separate processes, plus a probe."""
+def nodes(niryo_model):
+    """sim_node (the stand-in arm) and inference_node, as separate processes, for the module."""
     sim = node_process("sim_node", {"rate": 50.0}, "target_pose:=" + TARGET)
     inference = node_process("inference_node", {"model_dir": str(niryo_model)})
+    try:
+        yield sim, inference
+    finally:
+        out = stop(inference) + stop(sim)
+        print(out[-3000:])
+
+
+@pytest.fixture
+def served(nodes):
+    """The module's nodes and a probe of the test's own. Each test starts with the node's live
+    parameters at their defaults, and starts and ends with the node drained: a marker target,
+    the last one sent, is rejected with its own name, and the node answers in order, so once
+    its verdict is here nothing of this test is still on its way; the next test's probe,
+    matched later, cannot be sent any of it."""
+    sim, inference = nodes
     probe = Probe()
     deep = QoSProfile(
         depth=2000, reliability=ReliabilityPolicy.RELIABLE
@@ -62,12 +77,61 @@ def served(niryo_model):
         probe.wait_for(
             lambda: len(probe.received["/sim_node/end_effector_pose"]) > 5, 30, "the sim's pose"
         )
-        time.sleep(0.5)  # joint states reach the inference node
+        reset_live_parameters(probe)
+        drain(probe)  # and the first status: the node's running counts, as they stand
         yield probe, sim, inference
+        if inference.poll() is None:
+            drain(probe)
     finally:
+        probe.paused.clear()
         probe.close()
-        out = stop(inference) + stop(sim)
-        print(out[-3000:])
+
+
+def reset_live_parameters(probe):
+    """Every parameter that may change while the node runs, set to its declared default."""
+    from rcl_interfaces.msg import Parameter, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+
+    from robot_ik_nn.nodes.inference_parameters import LIVE, PARAMETERS
+
+    def value(v):
+        kind, field = {
+            bool: (ParameterType.PARAMETER_BOOL, "bool_value"),
+            int: (ParameterType.PARAMETER_INTEGER, "integer_value"),
+            float: (ParameterType.PARAMETER_DOUBLE, "double_value"),
+            str: (ParameterType.PARAMETER_STRING, "string_value"),
+        }[type(v)]
+        return ParameterValue(type=kind, **{field: v})
+
+    client = probe.node.create_client(SetParameters, "/inference_node/set_parameters")
+    assert client.wait_for_service(10)
+    request = SetParameters.Request(
+        parameters=[Parameter(name=n, value=value(PARAMETERS[n][0])) for n in LIVE]
+    )
+    future = client.call_async(request)
+    probe.wait_for(future.done, 30, "set_parameters")
+    results = future.result().results
+    assert all(r.successful for r in results), [r.reason for r in results]
+    probe.node.destroy_client(client)
+
+
+def drain(probe, timeout=60.0):
+    """Send a marker target in a frame of its own and wait for its verdict (sent again, under a
+    new name, every 5 s: it cannot be lost for good)."""
+    probe.paused.clear()
+    deadline = time.time() + timeout
+    n = 0
+    while time.time() < deadline:
+        n += 1
+        name = f"drain_marker_{id(probe)}_{n}"
+        probe.publisher.publish(pose_msg(probe, [0.1, 0.0, 0.2], [0, 0, 0, 1.0], frame=name))
+        again = min(deadline, time.time() + 5.0)
+        while time.time() < again:
+            for m in probe.received["/inference_node/status"][-5:]:
+                if any(f"'{name}'" in s.message for s in m.status):
+                    return
+            time.sleep(0.01)
+    raise AssertionError(f"the inference node gave no verdict on a marker within {timeout} s")
 
 
 def _target(seed):
@@ -217,7 +281,8 @@ def test_a_target_stream_at_200_hz_is_answered_in_order(served):
     How fast is measured by ``robot-ik-nn bench --dds`` (benchmarks/), not here: a shared 2-core
     machine running a test suite makes no stopwatch. So the sender never runs more than a few
     targets ahead of the answers (on a loaded machine it slows down rather than have the node's
-    queue drop targets, rightly), and the node's stale_timeout is lifted for the test. A probe
+    queue drop targets, rightly), and the node's stale_timeout is lifted for the test (the
+    fixture sets it back). A probe
     of its own listens to joint_command alone while the module's probe pauses."""
     fixture_probe, _, _ = served
     q0 = KIN.sample(1, torch.Generator().manual_seed(13))[0]
@@ -260,7 +325,6 @@ def test_a_target_stream_at_200_hz_is_answered_in_order(served):
     finally:
         probe.close()
         fixture_probe.paused.clear()
-        set_parameter(fixture_probe, "stale_timeout", 0.2, ParameterType.PARAMETER_DOUBLE)
     reached, reached_rot = KIN.forward(commands)
     # the k-th command answers the k-th target: in order, every one solved
     assert torch.linalg.norm(reached - pos, dim=-1).max() <= 1e-3
@@ -296,29 +360,16 @@ def test_choose_commands_the_first_answer_in_that_order(served, niryo_model):
     assert set_parameter(
         probe, "choose", "manipulability", ParameterType.PARAMETER_STRING
     ).successful
-    # the command for this target: on a loaded machine the stream test's last commands may still
-    # be reaching this probe, so "the next command" is not enough; the one that lands here is
+    # the probe is this test's own and the node was drained after the last test: every
+    # command here answers this target (sent again until one comes: a first one may be refused)
     before = len(probe.received["/joint_command"])
-
-    def ours():
-        for m in probe.received["/joint_command"][before:]:
-            q = np.array(m.position)
-            if np.linalg.norm(solver.forward(q[None])[0][0] - pos) <= 1e-3:
-                return q
-        return None
-
-    try:
-        deadline = time.time() + 60
-        while ours() is None and time.time() < deadline:
-            probe.publisher.publish(pose_msg(probe, pos, quat))
-            again = time.time() + 1.0  # a first target may reach the node before joint states
-            while ours() is None and time.time() < again:
-                time.sleep(0.01)
-        q = ours()
-    finally:
-        assert set_parameter(probe, "choose", "", ParameterType.PARAMETER_STRING).successful
-    assert q is not None, "no command for the target within 60 s"
-    np.testing.assert_allclose(q, expected[0].q, atol=1e-9)
+    publish_until(
+        probe, lambda: probe.publisher.publish(pose_msg(probe, pos, quat)), "/joint_command", 60
+    )
+    for m in probe.received["/joint_command"][before:]:
+        q = np.array(m.position)
+        assert np.linalg.norm(solver.forward(q[None])[0][0] - pos) <= 1e-3
+        np.testing.assert_allclose(q, expected[0].q, atol=1e-9)
 
 
 def test_wrong_fingerprint_exits_non_zero_with_the_reason(niryo_model):
