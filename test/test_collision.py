@@ -481,3 +481,15 @@ def test_a_table_is_an_obstacle(niryo_model):
     above = table.solve(P[high], matrix_to_quaternion(R[high]))
     assert above.solved and table.collisions.clearance(above.q) >= 0
     assert not checked.with_settings(collision_check=False).checking
+
+
+def test_a_search_time_cuts_the_restarts_and_the_refusal_still_says_why():
+    solver = Solver(ArmModel.load("niryo_one"), settings=IKSettings(collision_check=True))
+    short, long = solver.with_search_time(0.001), solver.with_search_time(10.0)
+    assert long.settings.restarts == solver.settings.restarts  # never more than asked for
+    assert 1 <= short.settings.restarts < long.settings.restarts
+    buried = short.with_obstacles(planes=[((0, 0, 1), 1.0)])  # every pose collides
+    a = buried.solve(solver.forward(solver.arm.mid_range)[0][0])
+    assert a.status == "best_effort" and a.collides and a.reason.startswith("collides")
+    with pytest.raises(ValueError, match="a search time must be above 0 s"):
+        solver.with_search_time(0)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..arm.rotations import matrix_to_quaternion
 from . import collision, compiled_batch, layout, outside, policy, seeds, targets
 from .inputs import joints, vector
 from .settings import IKSettings
@@ -343,8 +344,6 @@ class Solver:
         """Compile (or load from numba's cache) the entries a served target can take, before the
         first one arrives: one answer, a tracked one and, with refinement, several answers, on a
         pose the arm itself takes. Returns the seconds spent."""
-        from ..arm.rotations import matrix_to_quaternion
-
         started = time.perf_counter()
         mid = self.arm.mid_range
         p, R = self.forward(mid)
@@ -354,6 +353,25 @@ class Solver:
         if self.settings.refines:
             self.solve(p[0], quat, current=mid, solutions=2)
         return time.perf_counter() - started
+
+    def with_search_time(self, seconds: float, probe_restarts: int = 200) -> "Solver":
+        """This solver with its restarts cut so that a target inside the reach whose answers all
+        collide (or that has none) is refused after about ``seconds``: the cost of a restart is
+        measured here, on this machine, on a target whose every pose collides."""
+        if not seconds > 0:
+            raise ValueError(f"a search time must be above 0 s; got {seconds!r}")
+        probe = self.with_obstacles(planes=[((0.0, 0.0, 1.0), 1e3)]).with_settings(
+            restarts=probe_restarts
+        )
+        p, R = self.forward(self.arm.mid_range)
+        quat = matrix_to_quaternion(R[0]) if self.mode == "pose" else None
+        probe.solve(p[0], quat)  # compiled before it is timed
+        started = time.perf_counter()
+        for _ in range(3):
+            probe.solve(p[0], quat)
+        per_restart = (time.perf_counter() - started) / (3 * probe_restarts)
+        restarts = int(min(self.settings.restarts, max(1, seconds / per_restart)))
+        return self.with_settings(restarts=restarts)
 
     # -- kinematics -------------------------------------------------------------------------------
     def forward(self, q) -> tuple[np.ndarray, np.ndarray]:

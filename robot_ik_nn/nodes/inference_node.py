@@ -93,6 +93,8 @@ class InferenceNode(Node):
             servos = load_calibration(p["calibration"], self.solver.arm)
             lo, hi = zip(*(s.joint_range() for s in servos))
             self.solver = self.solver.within(lo, hi)
+        if p["search_ms"] > 0:  # a target with no answer is refused in bounded time
+            self.solver = self.solver.with_search_time(p["search_ms"] / 1000.0)
         self.arm = self.solver.arm
         self.names = self.arm.joint_names
         self.frames = {p["frame_id"] or self.arm.base}

@@ -70,6 +70,13 @@ PARAMETERS = {
         "restart seeds for a target not yet solved",
         {**RO, "lo": 0, "hi": 100000},
     ),
+    "search_ms": (
+        5.0,
+        "a target inside the reach whose answers all collide (or that has none) is refused "
+        "after about this long: the restarts are cut to fit, measured at start (ms; 0: the "
+        "restarts alone)",
+        {**RO, "lo": 0.0, "hi": 10000.0},
+    ),
     "collision_check": (
         True,
         "answers that put the arm into collision with itself are no solutions",
