@@ -10,7 +10,7 @@ from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.arm.rotations import quaternion_to_matrix, rotation_angle, rotation_error_vector
 from robot_ik_nn.hardware.pybullet_arm import ArmSim
 
-ARMS = ["niryo_one", "inmoov_right_arm", "franka_panda"]
+ARMS = ["niryo_one", "inmoov_right_arm", "franka_panda", "kuka_iiwa"]
 
 
 @pytest.mark.parametrize("name", ARMS)
