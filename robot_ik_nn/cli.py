@@ -351,6 +351,77 @@ def cmd_collisions(args) -> int:
     return 0
 
 
+def cmd_calibrate(args) -> int:
+    if args.measurements is None or args.out is None:
+        if args.model == "inmoov":
+            raise ValueError(
+                "the servo calibration template moved: robot-ik-nn servo-template inmoov "
+                "[--out FILE.yaml]; calibrate fits measured tool poses: calibrate MODEL "
+                "--measurements FILE.csv --out DIR"
+            )
+        raise ValueError("calibrate needs --measurements FILE.csv and --out DIR")
+    from .calibration.folder import calibrate
+
+    def say(text):
+        if not args.json:
+            print(f"calibrate: {text}", file=sys.stderr, flush=True)
+
+    summary = calibrate(
+        args.model, args.measurements, args.out, args.noise_mm, args.noise_deg, args.force, say
+    )
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    cv = summary["cross_validation"]
+    print(
+        f"wrote {args.out}: {summary['poses_used']} of {summary['poses']} poses used "
+        f"({len(summary['poses_set_aside'])} set aside as gross outliers); on held-out poses "
+        f"the tool is {cv['calibrated_mm_median']:.3f} mm from its measured place (median), "
+        f"{cv['nominal_mm_median']:.3f} mm with the nominal URDF. Report: {args.out}/report.md"
+    )
+    return 0
+
+
+def cmd_true_arm(args) -> int:
+    import math
+    from pathlib import Path
+
+    from .arm.model import ArmModel
+    from .calibration.measurements import to_csv
+    from .calibration.true_arm import perturb
+    from .model_dir import atomic_write
+
+    if args.measure and not args.csv:
+        raise ValueError("--measure N writes its rows to --csv FILE: give it")
+    arm = ArmModel.load(args.robot)
+    text = perturb(
+        arm,
+        args.seed,
+        args.origin_mm / 1000,
+        math.radians(args.axis_deg),
+        math.radians(args.zero_deg),
+    )
+    atomic_write(Path(args.out), text.encode())
+    print(
+        f"wrote {args.out}: {arm.name} with origins {args.origin_mm} mm, axes "
+        f"{args.axis_deg} deg, zeros {args.zero_deg} deg off (seed {args.seed})"
+    )
+    if args.measure:
+        import numpy as np
+
+        from .hardware.tracker import measure
+
+        true = ArmModel(text, source=str(Path(args.out).resolve()), base=arm.base, tip=arm.tip)
+        true.mesh_dirs += arm.mesh_dirs
+        q = np.random.default_rng(args.seed + 1).uniform(
+            arm.lower, arm.upper, (args.measure, arm.dof)
+        )
+        rows = measure(true, q, args.noise_mm, args.noise_deg, args.outliers, seed=args.seed)
+        atomic_write(Path(args.csv), to_csv(rows, arm.joint_names).encode())
+        print(f"wrote {args.csv}: {args.measure} measured poses of it")
+    return 0
+
+
 def cmd_launch(args) -> int:
     from .session import run_session
 
@@ -370,6 +441,8 @@ def parser():
         "export": cmd_export,
         "launch": cmd_launch,
         "collisions": cmd_collisions,
+        "calibrate": cmd_calibrate,
+        "true-arm": cmd_true_arm,
     }
     return build(commands, __doc__.split("\n")[0].replace("``", ""))
 

@@ -279,6 +279,41 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="one JSON object (a list with --solutions)")
     s.set_defaults(func=commands["solve"])
 
+    k = sub.add_parser(
+        "calibrate",
+        help="fit the arm you have from measured tool poses: a calibrated model folder",
+    )
+    k.add_argument("model", help="the nominal model folder (never modified)")
+    k.add_argument(
+        "--measurements",
+        metavar="CSV",
+        help="joints then x,y,z,qx,qy,qz,qw per row: the measured tool pose in the base frame",
+    )
+    k.add_argument("--out", help="the calibrated model folder to write")
+    k.add_argument("--noise-mm", type=float, default=0.2, help="the tracker's position noise")
+    k.add_argument("--noise-deg", type=float, default=0.1, help="its orientation noise")
+    k.add_argument("--force", action="store_true", help="replace an existing --out")
+    k.add_argument("--json", action="store_true", help="the summary as one JSON object")
+    k.set_defaults(func=commands["calibrate"])
+
+    a = sub.add_parser(
+        "true-arm",
+        help="a perturbed copy of an arm's URDF (origins, axes, joint zeros) to calibrate "
+        "against in simulation, and measured poses of it",
+    )
+    a.add_argument("robot", help="an arm's name or URDF path")
+    a.add_argument("--out", required=True, help="the perturbed URDF to write")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--origin-mm", type=float, default=1.5, help="each joint origin moved by")
+    a.add_argument("--axis-deg", type=float, default=0.3, help="each joint axis tilted by")
+    a.add_argument("--zero-deg", type=float, default=1.0, help="each joint's zero off by")
+    a.add_argument("--measure", type=_count, default=0, metavar="N", help="N measured poses")
+    a.add_argument("--csv", help="where to write them (the calibrate --measurements format)")
+    a.add_argument("--noise-mm", type=float, default=0.2)
+    a.add_argument("--noise-deg", type=float, default=0.1)
+    a.add_argument("--outliers", type=float, default=0.0, help="fraction of rows 2-10 cm off")
+    a.set_defaults(func=commands["true-arm"])
+
     c = sub.add_parser(
         "collisions",
         help="the link pairs checked for self-collision and those left out, as an SRDF to edit",
@@ -399,7 +434,7 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     from .view.cli import add_parser as add_view  # the browser page (robot_ik_nn/view/)
 
     add_view(sub)
-    from .hardware.cli import add_parsers as add_hardware  # calibrate, emulate
+    from .hardware.cli import add_parsers as add_hardware  # servo-template, emulate
 
     add_hardware(sub)
     return p

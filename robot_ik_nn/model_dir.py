@@ -308,6 +308,9 @@ def read(path: str | Path, arm: ArmModel | None = None) -> ModelFolder:
             f"{path / META} is corrupt: its network section differs from the one saved with "
             f"the weights in {', '.join(f'{k} ({recorded.get(k)!r})' for k in changed)}"
         )
+    calibrated_for = meta.get("calibration", {}).get("nominal_fingerprint")
+    if arm is not None and arm.fingerprint == calibrated_for:
+        arm = None  # the nominal arm of a calibrated folder: the folder's calibrated URDF serves
     own_urdf = arm is None
     if own_urdf:
         try:

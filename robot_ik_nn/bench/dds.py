@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 from ..arm.rotations import matrix_to_quaternion
-from ..hardware.pybullet_arm import ArmSim
 from .collisions import free_joints
 
 
@@ -34,6 +33,7 @@ def dds_latency(model, targets: int = 2000, rate_hz: float = 200.0, seed: int = 
     from geometry_msgs.msg import PoseStamped
     from sensor_msgs.msg import JointState
 
+    from ..hardware.pybullet_arm import ArmSim  # the judge of the targets: pybullet
     from ..ik.solver import Solver
     from ..nodes.common import RELIABLE
 

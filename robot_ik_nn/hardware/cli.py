@@ -1,5 +1,5 @@
-"""The command line's hardware words: ``calibrate`` (a servo calibration file to start from) and
-``emulate`` (an emulated arm speaking a real protocol, for dry runs)."""
+"""The command line's hardware words: ``servo-template`` (a servo calibration file to start from)
+and ``emulate`` (an emulated arm speaking a real protocol, for dry runs)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 
-def cmd_calibrate(args) -> int:
+def cmd_servo_template(args) -> int:
     from ..arm.model import ArmModel
     from ..model_dir import atomic_write
     from .calibration import load_calibration, template
@@ -20,7 +20,10 @@ def cmd_calibrate(args) -> int:
         return 0
     out = Path(args.out)
     if out.exists() and not args.force:
-        print(f"robot-ik-nn calibrate: {out} exists (use --force to replace it)", file=sys.stderr)
+        print(
+            f"robot-ik-nn servo-template: {out} exists (use --force to replace it)",
+            file=sys.stderr,
+        )
         return 2
     atomic_write(out, text.encode())
     print(f"wrote {out}: check every servo's range, gain and offset on your arm before moving it")
@@ -31,11 +34,13 @@ def add_parsers(sub) -> None:
     from .emulators import add_parser as add_emulate
 
     c = sub.add_parser(
-        "calibrate", help="write a commented servo calibration file to start from (InMoov)"
+        "servo-template",
+        help="write a commented servo calibration file to start from (InMoov: each servo's "
+        "range, gain and offset)",
     )
     c.add_argument("arm", choices=["inmoov"], help="the servo-driven arm")
     c.add_argument("--robot", default="", help="its URDF (default: inmoov_right_arm)")
     c.add_argument("--out", help="file to write (default: print it)")
     c.add_argument("--force", action="store_true", help="replace an existing file")
-    c.set_defaults(func=cmd_calibrate)
+    c.set_defaults(func=cmd_servo_template)
     add_emulate(sub)

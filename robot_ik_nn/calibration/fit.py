@@ -1,0 +1,303 @@
+"""The arm's geometry fitted to measured tool poses.
+
+Parameters, per chain joint: its origin moved (3, metres), turned (3, radians: the turn about the
+joint's own axis is its zero offset) and its axis tilted (2, radians, about two perpendiculars);
+and the tool's offset after the last joint moved and turned (6), where the URDF has a fixed joint
+there to carry it. Everything a URDF can say about a rigid arm, so the result is a URDF any tool
+reads, and the solver serves it exactly.
+
+The fit is robust least squares (scipy, soft-L1 loss) on position and orientation residuals, each
+divided by the tracker's noise, with a weak prior towards the nominal geometry (it settles the
+directions no pose set can tell apart, such as a shift along two parallel axes); then the poses
+whose residuals are gross outliers are set aside and the fit is made again on the rest. Each
+parameter's uncertainty is the square root of its variance from the Jacobian at the answer.
+Cross-validation (k folds) measures the tool-pose error on poses each fit never saw.
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import least_squares
+from scipy.spatial.transform import Rotation
+
+from ..arm.model import ArmModel
+from .measurements import Measurements
+from .true_arm import joint_frame, set_joint
+
+PRIOR = {"origin_m": 0.01, "turn_rad": 0.05, "axis_rad": 0.05}  # the prior's spread
+OUTLIER = 6.0  # residual norms over this many robust sigmas are gross outliers
+
+
+class CalibrationError(ValueError):
+    """Measurements that cannot calibrate the arm, with what is missing."""
+
+
+@dataclass
+class Chain:
+    """The arm as the fit moves it: per chain joint the fixed transform before its URDF origin,
+    the origin, the axis and the type; the tool offset split around the fixed joint that carries
+    its correction."""
+
+    pre: list  # 4x4 before each joint's own origin (fixed joints since the last one)
+    xyz: np.ndarray  # (n, 3)
+    R: np.ndarray  # (n, 3, 3)
+    axis: np.ndarray  # (n, 3)
+    prismatic: np.ndarray  # (n,) bool
+    tip_before: np.ndarray  # 4x4: the tool offset up to the carrying fixed joint's origin
+    tip_joint: np.ndarray | None  # 4x4: that joint's origin (None: no fixed joint, no tip terms)
+    tip_after: np.ndarray  # 4x4: after it
+
+    @property
+    def size(self) -> int:
+        return 8 * len(self.xyz) + (6 if self.tip_joint is not None else 0)
+
+
+def chain_of(arm: ArmModel) -> tuple[Chain, list]:
+    """The chain of ``arm`` and the URDF joint elements behind it (movable, then the tip's)."""
+    root = ET.fromstring(arm.urdf_text)
+    by_child = {j.find("child").get("link"): j for j in root.iter("joint")}
+    path, link = [], arm.tip
+    while link != arm.base:
+        path.append(by_child[link])
+        link = by_child[link].find("parent").get("link")
+    path.reverse()
+    pre, xyz, R, axis, prismatic, elements = [], [], [], [], [], []
+    pending = np.eye(4)
+    movable = [j for j in path if j.get("type") != "fixed"]
+    after_last = path[path.index(movable[-1]) + 1 :]
+    for j in path:
+        if j.get("type") == "fixed" and j not in after_last:
+            pending = pending @ _matrix(*joint_frame(j)[:2])
+            continue
+        if j in after_last:
+            continue
+        p, r, a = joint_frame(j)
+        pre.append(pending)
+        xyz.append(p)
+        R.append(r)
+        axis.append(a)
+        prismatic.append(j.get("type") == "prismatic")
+        elements.append(j)
+        pending = np.eye(4)
+    tip_joint, tip_before, tip_after = None, np.eye(4), np.eye(4)
+    if after_last:
+        tip_joint = _matrix(*joint_frame(after_last[0])[:2])
+        for j in after_last[1:]:
+            tip_after = tip_after @ _matrix(*joint_frame(j)[:2])
+        elements.append(after_last[0])
+    chain = Chain(
+        pre,
+        np.array(xyz),
+        np.array(R),
+        np.array(axis),
+        np.array(prismatic),
+        tip_before,
+        tip_joint,
+        tip_after,
+    )
+    return chain, elements
+
+
+def _matrix(xyz, R) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R, xyz
+    return T
+
+
+def _perpendiculars(a) -> tuple[np.ndarray, np.ndarray]:
+    e = np.eye(3)[int(np.argmin(np.abs(a)))]
+    u = np.cross(a, e)
+    u /= np.linalg.norm(u)
+    return u, np.cross(a, u)
+
+
+def moved(chain: Chain, theta) -> Chain:
+    """The chain with parameters ``theta`` applied."""
+    n = len(chain.xyz)
+    t = np.asarray(theta, float)
+    xyz, R, axis = chain.xyz.copy(), chain.R.copy(), chain.axis.copy()
+    for j in range(n):
+        d = t[8 * j : 8 * j + 8]
+        xyz[j] = chain.xyz[j] + d[:3]
+        R[j] = chain.R[j] @ Rotation.from_rotvec(d[3:6]).as_matrix()
+        u, v = _perpendiculars(chain.axis[j])
+        tilt = d[6] * u + d[7] * v
+        axis[j] = Rotation.from_rotvec(tilt).as_matrix() @ chain.axis[j]
+    tip = chain.tip_joint
+    if tip is not None:
+        d = t[8 * n : 8 * n + 6]
+        tip = tip.copy()
+        tip[:3, 3] += d[:3]
+        tip[:3, :3] = tip[:3, :3] @ Rotation.from_rotvec(d[3:]).as_matrix()
+    return Chain(chain.pre, xyz, R, axis, chain.prismatic, chain.tip_before, tip, chain.tip_after)
+
+
+def forward(chain: Chain, q) -> tuple[np.ndarray, np.ndarray]:
+    """Tool positions (N, 3) and rotations (N, 3, 3) for joints ``q`` (N, n), numpy."""
+    q = np.atleast_2d(q)
+    T = np.tile(np.eye(4), (len(q), 1, 1))
+    for j in range(len(chain.xyz)):
+        M = chain.pre[j] @ _matrix(chain.xyz[j], chain.R[j])
+        T = T @ M
+        motion = np.tile(np.eye(4), (len(q), 1, 1))
+        if chain.prismatic[j]:
+            motion[:, :3, 3] = q[:, j : j + 1] * chain.axis[j]
+        else:
+            motion[:, :3, :3] = Rotation.from_rotvec(q[:, j : j + 1] * chain.axis[j]).as_matrix()
+        T = T @ motion
+    tip = chain.tip_before
+    if chain.tip_joint is not None:
+        tip = tip @ chain.tip_joint @ chain.tip_after
+    T = T @ tip
+    return T[:, :3, 3], T[:, :3, :3]
+
+
+def errors(chain: Chain, m: Measurements) -> tuple[np.ndarray, np.ndarray]:
+    """Per pose: position error (m) and rotation error (rad) of ``chain`` against ``m``."""
+    p, R = forward(chain, m.q)
+    Rm = Rotation.from_quat(m.quaternion).as_matrix()
+    rot = Rotation.from_matrix(np.transpose(Rm, (0, 2, 1)) @ R).magnitude()
+    return np.linalg.norm(p - m.position, axis=1), rot
+
+
+def _scales(chain: Chain) -> np.ndarray:
+    per_joint = [PRIOR["origin_m"]] * 3 + [PRIOR["turn_rad"]] * 3 + [PRIOR["axis_rad"]] * 2
+    s = per_joint * len(chain.xyz)
+    if chain.tip_joint is not None:
+        s += [PRIOR["origin_m"]] * 3 + [PRIOR["turn_rad"]] * 3
+    return np.array(s)
+
+
+@dataclass
+class Fit:
+    theta: np.ndarray
+    sigma: np.ndarray  # each parameter's standard deviation
+    used: np.ndarray  # rows of the measurements the final fit used
+    rejected: np.ndarray  # rows set aside as gross outliers
+    chain: Chain
+    names: list = field(default_factory=list)
+
+
+def fit(chain: Chain, m: Measurements, noise_m: float, noise_rad: float, names=()) -> Fit:
+    """Robust least squares of the chain's parameters to ``m`` (module docstring)."""
+    with _one_blas_thread():  # small matrices; threads that spin for the CPU slow it tenfold
+        return _fit(chain, m, noise_m, noise_rad, names)
+
+
+def _one_blas_thread():
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        import contextlib
+
+        return contextlib.nullcontext()
+    return threadpool_limits(1)
+
+
+def _fit(chain: Chain, m: Measurements, noise_m: float, noise_rad: float, names) -> Fit:
+    scales = _scales(chain)
+
+    def residuals(x, rows):
+        c = moved(chain, x * scales)
+        p, R = forward(c, m.q[rows])
+        Rm = Rotation.from_quat(m.quaternion[rows]).as_matrix()
+        rot = Rotation.from_matrix(np.transpose(Rm, (0, 2, 1)) @ R).as_rotvec()
+        return np.concatenate(
+            [((p - m.position[rows]) / noise_m).ravel(), (rot / noise_rad).ravel(), x]
+        )
+
+    rows = np.arange(len(m))
+    first = least_squares(
+        residuals, np.zeros(len(scales)), args=(rows,), loss="soft_l1", f_scale=3.0, x_scale=1.0
+    )
+    r = first.fun[: 6 * len(rows)]
+    per_pose = np.sqrt(
+        (r[: 3 * len(rows)].reshape(-1, 3) ** 2).sum(1)
+        + (r[3 * len(rows) :].reshape(-1, 3) ** 2).sum(1)
+    )
+    spread = max(
+        1.0, 1.4826 * np.median(np.abs(per_pose - np.median(per_pose))) + np.median(per_pose)
+    )
+    keep = per_pose <= OUTLIER * spread
+    final = least_squares(residuals, first.x, args=(rows[keep],), x_scale=1.0)
+    J = final.jac
+    dof_left = max(1, 6 * int(keep.sum()) - len(scales))
+    chi2 = float((final.fun[: 6 * int(keep.sum())] ** 2).sum()) / dof_left
+    try:
+        cov = np.linalg.inv(J.T @ J) * max(chi2, 1e-12)
+        sigma = np.sqrt(np.clip(np.diag(cov), 0, None)) * scales
+    except np.linalg.LinAlgError:
+        sigma = np.full(len(scales), np.inf)
+    return Fit(
+        final.x * scales,
+        sigma,
+        rows[keep],
+        rows[~keep],
+        moved(chain, final.x * scales),
+        list(names),
+    )
+
+
+def parameter_names(arm: ArmModel, chain: Chain) -> list[str]:
+    out = []
+    for name in arm.joint_names:
+        out += [f"{name}.origin.{a}" for a in "xyz"]
+        out += [f"{name}.turn.{a}" for a in "xyz"]
+        out += [f"{name}.axis_tilt.{a}" for a in "uv"]
+    if chain.tip_joint is not None:
+        out += [f"tool.origin.{a}" for a in "xyz"] + [f"tool.turn.{a}" for a in "xyz"]
+    return out
+
+
+def cross_validate(
+    chain: Chain, m: Measurements, noise_m, noise_rad, folds: int = 5, seed: int = 0
+) -> dict:
+    """Tool-pose errors on poses each fit never saw (k folds), nominal and calibrated."""
+    order = np.random.default_rng(seed).permutation(len(m))
+    before_p, before_r, after_p, after_r = [], [], [], []
+    for k in range(folds):
+        held = order[k::folds]
+        train = np.setdiff1d(order, held)
+        f = fit(chain, m.subset(train), noise_m, noise_rad)
+        test = m.subset(held)
+        for target, c in ((before_p, chain), (after_p, f.chain)):
+            pe, re = errors(c, test)
+            target.append(pe)
+            (before_r if c is chain else after_r).append(re)
+    bp, br = np.concatenate(before_p), np.concatenate(before_r)
+    ap, ar = np.concatenate(after_p), np.concatenate(after_r)
+    # a held-out pose that is itself a gross outlier says nothing of either model
+    sane = ap <= max(10 * np.median(ap), 10 * noise_m)
+    return {
+        "folds": folds,
+        "held_out_poses": int(len(ap)),
+        "held_out_outliers_left_out": int((~sane).sum()),
+        "nominal_mm_median": float(np.median(bp[sane]) * 1e3),
+        "nominal_mm_p95": float(np.percentile(bp[sane], 95) * 1e3),
+        "nominal_deg_median": float(np.degrees(np.median(br[sane]))),
+        "calibrated_mm_median": float(np.median(ap[sane]) * 1e3),
+        "calibrated_mm_p95": float(np.percentile(ap[sane], 95) * 1e3),
+        "calibrated_deg_median": float(np.degrees(np.median(ar[sane]))),
+    }
+
+
+def least_poses(chain: Chain) -> int:
+    """The fewest poses worth a fit: twice the parameters' count over a pose's six numbers."""
+    return int(math.ceil(2 * chain.size / 6))
+
+
+def calibrated_urdf(arm: ArmModel, chain: Chain, elements) -> str:
+    """The arm's URDF text with the fitted origins and axes written into its joints."""
+    root = ET.fromstring(arm.urdf_text)
+    by_name = {j.get("name"): j for j in root.iter("joint")}
+    n = len(chain.xyz)
+    for k in range(n):
+        set_joint(by_name[elements[k].get("name")], chain.xyz[k], chain.R[k], chain.axis[k])
+    if chain.tip_joint is not None:
+        tip = by_name[elements[n].get("name")]
+        set_joint(tip, chain.tip_joint[:3, 3], chain.tip_joint[:3, :3], None)
+    return ET.tostring(root, encoding="unicode")

@@ -1,0 +1,221 @@
+"""``robot-ik-nn calibrate MODEL --measurements FILE --out DIR``: a calibrated model folder.
+
+The new folder holds the calibrated URDF (robot.urdf: the fitted origins and axes, readable by
+any tool), the network as it was (its seeds land within millimetres of the calibrated answers,
+and the solver's refinement makes them exact on the calibrated arm), calibration.json (every
+parameter with its uncertainty, the poses used and set aside, the cross-validation), report.md
+and calibration.png. It is written whole or not at all, and the nominal folder is never touched.
+Refused, with the reason and nothing written: too few poses, a fit that does not beat the
+nominal model on poses it never saw, or one that leaves far more error there than the tracker's
+noise explains.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .. import model_dir
+from ..arm.model import ArmModel
+from . import fit as F
+from .measurements import read_csv
+
+UNEXPLAINED = 20  # held-out error over this many times the tracker's noise: refused
+
+
+def calibrate(
+    model,
+    measurements,
+    out,
+    noise_mm: float = 0.2,
+    noise_deg: float = 0.1,
+    force: bool = False,
+    say=None,
+) -> dict:
+    """Fit, check and write the calibrated folder ``out``; returns the summary."""
+    say = say or (lambda text: None)
+    source, out = Path(model), Path(out)
+    if out.resolve() == source.resolve():
+        raise F.CalibrationError("--out is the nominal model folder: it is never modified")
+    if out.exists() and not force:
+        raise F.CalibrationError(f"{out} exists (use --force to replace it)")
+    if not noise_mm > 0 or not noise_deg > 0:
+        raise F.CalibrationError("the tracker's noise must be above 0 (--noise-mm, --noise-deg)")
+    folder = model_dir.read(source)
+    arm = folder.arm
+    m = read_csv(measurements, arm.joint_names)
+    chain, elements = F.chain_of(arm)
+    need = F.least_poses(chain)
+    if len(m) < need:
+        raise F.CalibrationError(
+            f"{len(m)} measured poses cannot determine {chain.size} parameters: at least {need} "
+            f"are needed (add {need - len(m)}), spread over every joint's range"
+        )
+    noise_m, noise_rad = noise_mm / 1000.0, math.radians(noise_deg)
+    say(f"fitting {chain.size} parameters to {len(m)} poses")
+    result = F.fit(chain, m, noise_m, noise_rad, F.parameter_names(arm, chain))
+    say("cross-validating")
+    cv = F.cross_validate(chain, m, noise_m, noise_rad)
+    if cv["calibrated_mm_median"] >= cv["nominal_mm_median"]:
+        raise F.CalibrationError(
+            f"the fit does not beat the nominal model on poses it never saw (median "
+            f"{cv['calibrated_mm_median']:.3f} mm against {cv['nominal_mm_median']:.3f} mm); "
+            "nothing written. Check that the joints and poses in the file belong together and "
+            f"that the poses are in the base frame ({arm.base})"
+        )
+    if cv["calibrated_mm_median"] > UNEXPLAINED * noise_mm:
+        raise F.CalibrationError(
+            f"the fit leaves {cv['calibrated_mm_median']:.3f} mm (median) on poses it never saw, "
+            f"more than {UNEXPLAINED:g} times the tracker noise given ({noise_mm} mm): these "
+            "measurements are not of a rigid arm like this one (joints and poses mixed up, "
+            "poses in another frame, or a noisier tracker: give its noise with --noise-mm); "
+            "nothing written"
+        )
+    text = F.calibrated_urdf(arm, result.chain, elements)
+    calibrated = ArmModel(
+        text, source=str(out / model_dir.URDF), base=arm.base, tip=arm.tip, name=arm.name
+    )
+    _check_served_exactly(calibrated, result.chain, m.q)
+    summary = _summary(arm, calibrated, m, result, cv, noise_mm, noise_deg, source)
+    _write(folder, out, calibrated, summary, force)
+    return summary
+
+
+def _check_served_exactly(calibrated: ArmModel, chain, q) -> None:
+    """The calibrated URDF, as the compiled solver reads it, gives the fitted poses."""
+    from ..ik.solver import Solver
+
+    p, R = Solver(calibrated).forward(q)
+    fp, fR = F.forward(chain, q)
+    gap = max(np.abs(p - fp).max(), np.abs(R - fR).max())
+    if gap > 1e-9:
+        raise RuntimeError(
+            f"the calibrated URDF misses the fit by {gap:.2e}: a bug, not your data"
+        )
+
+
+def _summary(arm, calibrated, m, result, cv, noise_mm, noise_deg, source) -> dict:
+    params = []
+    for name, value, sigma in zip(result.names, result.theta, result.sigma):
+        unit = "mm" if ".origin." in name else "deg"
+        k = 1000.0 if unit == "mm" else math.degrees(1.0)
+        prior = F.PRIOR["origin_m"] if unit == "mm" else F.PRIOR["turn_rad"]
+        params.append(
+            {
+                "name": name,
+                "value": float(value * k),
+                "sigma": float(sigma * k),
+                "unit": unit,
+                # an uncertainty near the prior's spread: the poses do not tell this one apart
+                # from others (a shift along parallel axes); the prior holds it near nominal
+                "determined": bool(sigma < 0.3 * prior),
+            }
+        )
+    return {
+        "nominal_model": str(source.resolve()),
+        "nominal_fingerprint": arm.fingerprint,
+        "calibrated_fingerprint": calibrated.fingerprint,
+        "poses": len(m),
+        "poses_used": int(len(result.used)),
+        "poses_set_aside": [int(m.lines[i]) for i in result.rejected],
+        "noise_assumed": {"mm": noise_mm, "deg": noise_deg},
+        "cross_validation": cv,
+        "parameters": params,
+    }
+
+
+def _write(folder, out: Path, calibrated: ArmModel, summary: dict, force: bool) -> None:
+    meta = dict(folder.meta)
+    meshes = folder.meta.get("urdf_source") or str(folder.arm.source)  # where meshes are found
+    meta.update(calibrated.describe())
+    meta["urdf_source"] = meshes
+    meta["calibration"] = {
+        k: summary[k]
+        for k in (
+            "nominal_model",
+            "nominal_fingerprint",
+            "poses",
+            "poses_used",
+            "cross_validation",
+        )
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        shutil.copyfile(folder.path / model_dir.WEIGHTS, work / model_dir.WEIGHTS)
+        (work / model_dir.URDF).write_text(calibrated.urdf_text)
+        (work / "calibration.json").write_text(json.dumps(summary, indent=2) + "\n")
+        (work / model_dir.REPORT).write_text(report(summary))
+        png = _picture(summary)
+        if png is not None:
+            (work / "calibration.png").write_bytes(png)
+        (work / model_dir.META).write_text(json.dumps(meta, indent=2) + "\n")
+        if out.exists() and force:
+            shutil.rmtree(out)
+        work.rename(out)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def report(s: dict) -> str:
+    cv = s["cross_validation"]
+    lines = [
+        "# Calibration",
+        "",
+        f"From {s['poses']} measured poses ({s['poses_used']} used; set aside as gross "
+        f"outliers: {len(s['poses_set_aside'])}, lines {s['poses_set_aside'] or '-'}), "
+        f"tracker noise assumed {s['noise_assumed']['mm']} mm / {s['noise_assumed']['deg']} deg.",
+        "",
+        f"Tool-pose error on poses each fit never saw ({cv['folds']}-fold cross-validation, "
+        f"{cv['held_out_poses']} poses; the measurement noise is in these figures):",
+        "",
+        "| model | median (mm) | p95 (mm) | median (deg) |",
+        "|---|---|---|---|",
+        f"| nominal URDF | {cv['nominal_mm_median']:.3f} | {cv['nominal_mm_p95']:.3f} | "
+        f"{cv['nominal_deg_median']:.3f} |",
+        f"| calibrated | {cv['calibrated_mm_median']:.3f} | {cv['calibrated_mm_p95']:.3f} | "
+        f"{cv['calibrated_deg_median']:.3f} |",
+        "",
+        'Each parameter with its uncertainty; "prior": the poses cannot tell it apart from '
+        "others (a shift along parallel axes, say), so the fit keeps it near the nominal value "
+        "and the tool pose depends only on what it shares with them.",
+        "",
+        "| parameter | value | uncertainty (1 sigma) | |",
+        "|---|---|---|---|",
+    ]
+    for p in s["parameters"]:
+        lines.append(
+            f"| {p['name']} | {p['value']:+.3f} {p['unit']} | {p['sigma']:.3f} {p['unit']} | "
+            f"{'' if p['determined'] else 'prior'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _picture(s: dict) -> bytes | None:
+    try:
+        import matplotlib
+    except ImportError:  # the base install: the report says it in words
+        return None
+    import io
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    cv = s["cross_validation"]
+    fig = Figure(figsize=(5, 3), dpi=100)
+    ax = fig.add_subplot()
+    names = ["nominal", "calibrated"]
+    ax.bar(names, [cv["nominal_mm_median"], cv["calibrated_mm_median"]], label="median")
+    ax.bar(names, [cv["nominal_mm_p95"], cv["calibrated_mm_p95"]], alpha=0.3, label="p95")
+    ax.set_ylabel("tool position error on held-out poses (mm)")
+    ax.legend()
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()

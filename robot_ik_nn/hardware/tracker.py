@@ -1,0 +1,37 @@
+"""A tracker that plays the camera, in simulation: the tool pose of a "true" arm (another URDF
+than the model's, calibration/true_arm.py) as PyBullet puts it, with a tracker's noise and
+occasional gross outliers (a mis-detected marker), as measured rows for calibration."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..calibration.measurements import Measurements
+from .pybullet_arm import ArmSim
+
+
+def measure(
+    true_arm,
+    q,
+    noise_mm: float = 0.2,
+    noise_deg: float = 0.1,
+    outliers: float = 0.0,
+    outlier_m=(0.02, 0.10),
+    seed: int = 0,
+) -> Measurements:
+    """Measured tool poses of ``true_arm`` (an ArmModel) at joints ``q`` (N, dof): Gaussian
+    noise (``noise_mm`` per axis, ``noise_deg`` about a random axis), and a fraction
+    ``outliers`` of the rows moved by ``outlier_m`` (m, a random direction)."""
+    from scipy.spatial.transform import Rotation
+
+    rng = np.random.default_rng(seed)
+    q = np.atleast_2d(np.asarray(q, float))
+    with ArmSim(true_arm) as sim:
+        position, quaternion = sim.forward(q)
+    position = position + rng.normal(0.0, noise_mm / 1000.0, position.shape)
+    turn = Rotation.from_rotvec(rng.normal(0.0, np.radians(noise_deg), position.shape))
+    quaternion = (turn * Rotation.from_quat(quaternion)).as_quat()
+    bad = rng.random(len(q)) < outliers
+    u = rng.normal(size=(int(bad.sum()), 3))
+    position[bad] += u / np.linalg.norm(u, axis=1)[:, None] * rng.uniform(*outlier_m, (len(u), 1))
+    return Measurements(q, position, quaternion, np.zeros(len(q), int))
