@@ -224,6 +224,17 @@ def cmd_bench(args) -> int:
         _write(args.out, result, collisions.format_table(result))
         print(json.dumps(result, indent=2) if args.json else collisions.format_table(result))
         return 0
+    if args.calibration:
+        from pathlib import Path
+
+        from .bench import calibration
+
+        result = calibration.measure(args.model, say=say)
+        _write(args.out, result, calibration.format_table(result))
+        if args.out:
+            calibration.picture(result, Path(args.out).with_suffix(".png"))
+        print(json.dumps(result, indent=2) if args.json else calibration.format_table(result))
+        return 0
     if args.answers:
         from .bench import answers
 

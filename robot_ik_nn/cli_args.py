@@ -376,6 +376,12 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         "cost of checking (with --dds: the inference node too)",
     )
     only.add_argument(
+        "--calibration",
+        action="store_true",
+        help="measure only this: answers on a perturbed true arm, nominal and calibrated from "
+        "10-200 measured poses (and with outliers), TRAC-IK and ik_LM given the calibrated URDF",
+    )
+    only.add_argument(
         "--answers",
         action="store_true",
         help="measure only this: a free tool axis, targets outside the reach against a "

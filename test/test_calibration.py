@@ -91,9 +91,39 @@ def test_calibrate_niryo_one_from_100_poses_with_outliers(niryo_model, tmp_path)
     )
     assert solved >= 0.99 and np.median(pe) <= 3e-4
     assert np.median(nominal_pe) > 3e-3  # the true arm was far enough off to matter
+    # the calibrated URDF keeps the nominal axes (a tilt is written into the origins), so a
+    # reader that takes only x, y, z axes gets it right: roboticstoolbox's FK agrees with ours
+    import io
+    import xml.etree.ElementTree as ET
+
+    axes = {
+        j.get("name"): j.find("axis").get("xyz")
+        for j in ET.fromstring((out / "robot.urdf").read_text()).iter("joint")
+        if j.find("axis") is not None
+    }
+    nominal_axes = {
+        j.get("name"): j.find("axis").get("xyz")
+        for j in ET.fromstring(arm.urdf_text).iter("joint")
+        if j.find("axis") is not None
+    }
+    assert all(
+        np.allclose(np.array(axes[k].split(), float), np.array(v.split(), float))
+        for k, v in nominal_axes.items()
+    )
     # the nominal arm opens the calibrated folder (drivers pass it), and gets the calibrated one
     opened = model_dir.read(out, arm=arm)
     assert opened.arm.fingerprint == summary["calibrated_fingerprint"] != arm.fingerprint
+    rtb = pytest.importorskip("roboticstoolbox")
+    from roboticstoolbox.models.URDF.URDFRobot import URDF_file
+
+    from robot_ik_nn.bench.peers import _without_shapes
+
+    calibrated = model_dir.read(out).arm
+    links, name, _ = URDF_file(io.StringIO(_without_shapes(calibrated.urdf_text)))
+    ets = rtb.Robot(links, name=name).ets(start=arm.base, end=arm.tip)
+    for qq in q[:5]:
+        p_ours, _ = Solver(calibrated).forward(qq)
+        assert np.linalg.norm(ets.fkine(qq).A[:3, 3] - p_ours[0]) < 1e-9
 
 
 def test_inmoov_arm_geometry_fit_serves_the_true_arm():
