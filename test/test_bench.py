@@ -155,3 +155,39 @@ def test_bench_tracking_judges_streamed_and_whole_paths(niryo_model, tmp_path):
         assert row["max_joint_step_rad"] <= 0.2 and not row["solve_path"]["planned"]
     assert t["paths_with_a_step_over_0.2_rad"] == t["solve_path"]["paths_with_a_step_over_0.2_rad"]
     assert "known beforehand (solve_path): all solved: True" in run.stdout
+
+
+def test_bench_collisions_judges_by_pybullet_and_the_node_over_dds(niryo_model, tmp_path):
+    """bench --collisions (small counts) with --dds: the figures it claims are there and hold
+    what they say; the answers it calls solved are free by PyBullet, which it asked itself."""
+    from robot_ik_nn.bench import collisions
+    from robot_ik_nn.bench.dds import dds_latency
+
+    r = collisions.measure(niryo_model, targets=60, compare_n=80)
+    m, a = r["model_vs_pybullet"], r["answers"]
+    assert m["configurations"] == 80 and m["false_negatives"] == 0
+    assert m["pybullet_in_collision"] > 0  # the comparison met contacts
+    assert a["targets_from_pybullet_free_joints"] == 60 and a["solved"] >= 59
+    assert a["solved_in_collision_by_pybullet"] == 0 and a["reported_solved_but_not_by_fk"] == 0
+    assert set(r["pybullet_data_arms"]) >= {"franka_panda/panda.urdf", "xarm/xarm6_robot.urdf"}
+    assert all(v["false_negatives"] == 0 for v in r["pybullet_data_arms"].values())
+    assert r["cost"]["targets"] == 60 and r["cost"]["us_median_with"] > 0
+    d = dds_latency(niryo_model, targets=40, rate_hz=100.0)
+    assert d["sent"] == 40 and d["answered"] >= 39, d
+    every = d["ms_p99_of_every_target_sent"]  # a target never commanded counts as slowest
+    assert every == d["ms_p99"] if d["answered"] == 40 else every == float("inf")
+    assert "commanded" in collisions.format_table({**r, "dds": d})
+
+
+def test_bench_calibration_judges_on_the_true_arm(niryo_model, tmp_path):
+    from robot_ik_nn.bench import calibration
+
+    r = calibration.measure(niryo_model, targets=100, peer_targets=0)
+    rows = r["rows"]
+    assert "refused" in rows["calibrated, 10 poses"]  # fewer poses than it needs, said so
+    assert rows["nominal"]["solved_on_the_true_arm"] < 0.2
+    for n in (20, 50, 100, 200):
+        assert rows[f"calibrated, {n} poses"]["solved_on_the_true_arm"] >= 0.98
+    assert rows["calibrated, 100 poses, 5 % outliers"]["mm_median"] < 0.3
+    calibration.picture(r, tmp_path / "curve.png")
+    assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -93,7 +93,7 @@ def _rows(out, model, arm, true, work, seed, peer_targets, P, quat, judged, say)
         out["rows"][name] = row
         if n == 100 and not outliers:
             calibrated_100 = folder
-    if calibrated_100 is not None:
+    if calibrated_100 is not None and peer_targets > 0:
         calibrated_arm = model_dir.read(calibrated_100).arm
         for peer in ("trac_ik", "rtb_ik_lm"):
             solver, note = peers.make(peer, calibrated_arm, 0.005)
