@@ -31,6 +31,28 @@ def _until(condition, timeout: float, what: str, step: float = 0.01) -> float:
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
+def _counting_ticks(bridge) -> list:
+    """The bridge's command periods, counted: after each one ends, whether it left the bridge
+    connected (``len`` of the list: the periods ended so far)."""
+    ended, tick = [], bridge.tick
+
+    def counted():
+        try:
+            tick()
+        finally:
+            ended.append(bridge.connected)
+
+    bridge.tick = counted  # the worker looks it up every period
+    return ended
+
+
+def _periods(ended, n: int, timeout: float = 60.0) -> None:
+    """Wait until ``n`` whole command periods have begun and ended from now on (the one in
+    flight does not count), however slow the machine."""
+    until = len(ended) + n + 1
+    _until(lambda: len(ended) >= until, timeout, f"{n} command periods")
+
+
 def _rig(kind, tmp_path, faults=0, port=0, link=None, **config):
     link = link or (str(tmp_path / "servo_tty") if kind == "inmoov_serial" else None)
     emulator = start(make(kind, port=port, faults=faults, link=link))
@@ -90,12 +112,13 @@ def test_watchdog_holds_and_stop_halts_within_one_period(kind, tmp_path):
         arm = emulator.emulated.arm
         _until(lambda: bridge.joints is not None, 5, "the first reading")
         far = np.where(np.abs(arm.lower) > np.abs(arm.upper), arm.lower, arm.upper) * 0.9
+        ticks = _counting_ticks(bridge)
         assert bridge.command(far) == ""  # once, then silence
-        time.sleep(0.5 + 0.3)
+        _until(lambda: "watchdog" in bridge.state()["message"], 60, "the watchdog to hold")
+        _periods(ticks, 1)  # the period that held has ended
         sent = len(emulator.emulated.goals)
-        time.sleep(0.5)
-        assert len(emulator.emulated.goals) <= sent + 1, "kept moving without fresh commands"
-        assert "watchdog" in bridge.state()["message"]
+        _periods(ticks, 25)  # half a second's periods
+        assert len(emulator.emulated.goals) == sent, "kept moving without fresh commands"
         assert "short of the goal" in bridge.state()["message"]
         assert np.max(np.abs(bridge.joints - far)) > 0.1, "the test goal was too close"
         assert "outside their limits" in bridge.command(arm.upper + 0.5)  # refused: said so
@@ -106,13 +129,15 @@ def test_watchdog_holds_and_stop_halts_within_one_period(kind, tmp_path):
         for _ in range(10):
             bridge.command(far)
             time.sleep(0.02)
+        count = len(emulator.emulated.goals)
         bridge.stop()
-        time.sleep(1.0 / 50.0 + 0.03)
+        _periods(ticks, 1)  # the period in flight may still send its goal; the next one holds
+        assert len(emulator.emulated.goals) <= count + 2  # the goal in flight and the hold
         count = len(emulator.emulated.goals)
         _stream_refused = [bridge.command(far) for _ in range(5)]
-        time.sleep(0.3)
+        _periods(ticks, 15)
         assert _stream_refused == [""] * 5  # goals are taken, but not acted on
-        assert len(emulator.emulated.goals) <= count + 1  # at most the hold itself
+        assert len(emulator.emulated.goals) == count, "moved after ~/stop"
         assert not bridge.enabled
     finally:
         bridge.close()
@@ -150,21 +175,26 @@ def test_malformed_replies_leave_the_bridge_holding_and_reporting(kind, tmp_path
 
 @pytest.mark.parametrize("kind", sorted(PAIRS))
 def test_a_lost_arm_is_reported_then_reconnected_without_the_stale_goal(kind, tmp_path):
-    emulator, bridge = _rig(kind, tmp_path, start_enabled=True)
+    # no watchdog: the goal from before the loss stays fresh, so only the bridge's dropping it
+    # keeps it from the arm after the reconnection
+    emulator, bridge = _rig(kind, tmp_path, start_enabled=True, watchdog=0.0)
     port = emulator.address[1] if hasattr(emulator, "address") else None
     link = getattr(emulator, "link", None)
     try:
+        ticks = _counting_ticks(bridge)
         arm = emulator.emulated.arm
         goal = _goal(arm, seed=3)
         _stream(bridge, goal, 0.3)
         emulator.close()  # switched off mid-move
-        lost = _until(lambda: not bridge.connected, 2, "the loss to be noticed")
-        assert lost <= 0.5, f"the loss was reported after {lost:.2f} s"
+        closed = len(ticks)
+        _until(lambda: False in ticks[closed:], 60, "the loss to be noticed")
+        # noticed by the first read after the switch-off: the period in flight, or the next
+        periods = ticks[closed:].index(False) + 1
+        assert periods <= 2, f"the loss was noticed {periods} command periods after it"
         assert bridge.state()["level"] == 2 and "lost" in bridge.state()["message"]
-        time.sleep(0.7)  # the last goal is now older than the watchdog
         emulator = start(make(kind, port=port or 0, link=link))
-        _until(lambda: bridge.connected, 5, "the reconnection")
-        time.sleep(0.5)
+        _until(lambda: bridge.connected, 60, "the reconnection")
+        _periods(ticks, 25)
         assert emulator.emulated.goals == [], "the stale goal was sent after reconnecting"
         assert bridge.connections == 2
         _stream(bridge, goal, 0.5)
