@@ -376,3 +376,151 @@ def test_forward_and_load_name_a_wrong_input(niryo_model):
     assert solver.forward([])[0].shape == (0, 3)
     with pytest.raises(TypeError, match="a model is a folder or a .tar.gz path; got None"):
         robot_ik_nn.load(None)
+
+
+@pytest.fixture(scope="module")
+def tracking_model(tmp_path_factory):
+    """A small tracking network (``train --tracking``: it also takes the arm's joints), a few
+    hundred steps, with its model.onnx."""
+    from robot_ik_nn.learn.training import TrainConfig, Trainer
+
+    out = tmp_path_factory.mktemp("tracking") / "niryo_one"
+    config = TrainConfig(
+        robot="niryo_one", steps=100, minutes=None, out=str(out), hidden=[32, 32], heads=2,
+        tracking=True,
+    )  # fmt: skip
+    Trainer(config, progress=False).run()
+    model_dir.export_onnx(out)
+    return out
+
+
+def test_a_tracking_network_gets_the_torch_networks_joints_from_every_backend(
+    tracking_model, targets
+):
+    """The README's 1e-12 rad for the torch-free backends, with the arm's joints as input."""
+    P, R, _ = targets
+    P, R = P[:300], R[:300]
+    net = model_dir.load(tracking_model).net
+    assert net.config.tracking
+    arm = Solver.load(tracking_model).arm
+    rng = np.random.default_rng(3)
+    current = rng.uniform(arm.lower, arm.upper, (300, arm.dof))
+    elsewhere = rng.uniform(arm.lower, arm.upper, (300, arm.dof))
+    double = copy.deepcopy(net).double()
+    with torch.no_grad():
+        exact, moved = (
+            double.candidates(torch.from_numpy(P), torch.from_numpy(R), torch.from_numpy(c))
+            .numpy()
+            for c in (current, elsewhere)
+        )
+    # the joints are an input: a backend that dropped them would be far off
+    assert angle_gap(exact, moved) > 1e-2
+    compiled = Solver.load(tracking_model)
+    _, _, meta, sizes = layout.parts(compiled._model)
+    width = compiled.network.width
+    out, h1, h2 = np.empty((2, arm.dof)), np.empty(2 * width), np.empty(2 * width)
+    gaps = {"compiled": 0.0}
+    for i in range(len(P)):
+        seeds.net_forward(compiled._netw, sizes, meta, P[i], R[i], current[i], True, out, h1, h2)
+        gaps["compiled"] = max(gaps["compiled"], angle_gap(out, exact[i]))
+    for backend in ("numpy", "onnx"):
+        found = Solver.load(tracking_model, backend=backend).network_seeds(P, R, current)
+        gaps[backend] = angle_gap(found, exact)
+    print("\ntracking network, largest gap to the float64 torch network (rad):", gaps)
+    assert max(gaps.values()) <= 1e-12, gaps
+
+
+def _target_at(solver, factor: float):
+    """A position ``factor`` times the arm's reach bound from its first joint."""
+    direction = np.array([1.0, 0.3, 0.2]) / np.linalg.norm([1.0, 0.3, 0.2])
+    return solver.origin + factor * solver.arm.reach * direction
+
+
+def test_reach_margin_sets_where_a_target_is_rejected_as_a_slip_of_units(niryo_model, targets):
+    """README: farther than reach_margin times the reach bound is rejected; nearer, but outside
+    the bound, is a best effort (the closest pose)."""
+    _, _, Q = targets
+    solver = Solver.load(niryo_model)
+    verdicts = {}
+    for factor in (1.5, 2.5):
+        for margin in (1.2, 2.0, 3.0):
+            quick = dict(reach_margin=margin, far_restarts=10, far_polish=10)  # a verdict
+            answer = solver.with_settings(**quick).solve(_target_at(solver, factor), Q[0])
+            verdicts[factor, margin] = (answer.status, answer.reason.split(":")[0])
+    far, closest = ("rejected", "far outside the reach"), ("best_effort", "outside the reach")
+    assert verdicts == {
+        (1.5, 1.2): far, (1.5, 2.0): closest, (1.5, 3.0): closest,
+        (2.5, 1.2): far, (2.5, 2.0): far, (2.5, 3.0): closest,
+    }, verdicts  # fmt: skip
+
+
+def test_quat_tolerance_sets_which_quaternions_are_normalised(niryo_model, targets):
+    """README: a quaternion with |norm - 1| within quat_tolerance is normalised, beyond it
+    rejected."""
+    P, _, Q = targets
+    solver = Solver.load(niryo_model)
+    unit = solver.solve(P[0], Q[0])
+    assert unit.solved
+    long = Q[0] * 1.005
+    strict = solver.solve(P[0], long)  # the default: 1e-3
+    assert strict.status == "rejected" and "not unit length (norm 1.005" in strict.reason
+    loose = solver.with_settings(quat_tolerance=0.01)
+    taken = loose.solve(P[0], long)
+    assert taken.solved and np.array_equal(taken.q, unit.q)  # the same target, normalised
+    refused = loose.solve(P[0], Q[0] * 1.02)
+    assert refused.status == "rejected" and "within 0.01 of 1 is taken" in refused.reason
+
+
+def test_warm_radius_sets_when_the_warm_start_goes_first(niryo_model, targets):
+    """README: a warm start within warm_radius (weighted error) goes first. A warm start 2 cm
+    from a target, beside another answer than the network's: within the default 5 cm it keeps
+    that branch; with warm_radius 5 mm the network's answer comes first."""
+    P, R, Q = targets
+    solver = Solver.load(niryo_model)
+    rng = np.random.default_rng(0)
+    tried = 0
+    for i in range(40):
+        network = solver.solve(P[i], Q[i])
+        branch = next(
+            (b for b in solver.solve(P[i], Q[i], solutions=6)
+             if b.solved and np.abs(b.q - network.q).max() > 0.5),
+            None,
+        )  # fmt: skip
+        if not network.solved or branch is None:
+            continue
+        direction = rng.normal(size=solver.arm.dof)
+        direction /= np.linalg.norm(direction)
+        for t in np.linspace(0.0, 0.5, 500):  # walked off the answer until 2 cm away
+            warm = np.clip(branch.q + t * direction, solver.arm.lower, solver.arm.upper)
+            p, r = solver.forward(warm)
+            error = solver.settings.score(np.linalg.norm(p[0] - P[i]), rotation_angle(r[0], R[i]))
+            if error > 0.02:
+                break
+        assert 0.02 < error < 0.03
+        kept = solver.solve(P[i], Q[i], current=warm, last=warm)
+        near = solver.with_settings(warm_radius=0.005).solve(P[i], Q[i], current=warm, last=warm)
+        assert kept.solved and near.solved
+        assert np.abs(kept.q - branch.q).max() < 0.05, "the warm start did not go first"
+        assert np.abs(near.q - network.q).max() < 1e-6, "the warm start went first regardless"
+        tried += 1
+        if tried == 3:
+            break
+    assert tried == 3, "too few targets with a second answer"
+
+
+def test_stop_fraction_sets_how_far_inside_the_tolerance_refinement_goes(niryo_model, targets):
+    """README: LM goes on until the error is stop_fraction of the tolerance, or its iterations
+    run out. All solved either way; the errors and the iterations follow the setting."""
+    P, _, Q = targets
+    solver = Solver.load(niryo_model)
+    errors, iterations = {}, {}
+    for fraction in (1e-6, 0.01, 1.0):
+        found = solver.with_settings(stop_fraction=fraction).solve_batch(P[:200], Q[:200])
+        assert found.solved.all()
+        errors[fraction] = float(np.median(solver.settings.score(found.pos_err, found.rot_err)))
+        iterations[fraction] = float(found.iterations.mean())
+    print("\nmedian weighted error (m):", errors, "mean iterations:", iterations)
+    pos_tol = solver.settings.pos_tol
+    assert errors[1e-6] <= 1e-6 * pos_tol  # refined far inside the tolerance
+    assert errors[0.01] <= 0.01 * pos_tol < errors[1.0] <= pos_tol  # stopped once inside it
+    assert iterations[1e-6] > iterations[0.01] > iterations[1.0]
