@@ -158,30 +158,71 @@ def _train_cli(out, *extra):
     ]
 
 
-@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["kill -9", "Ctrl-C"])
-def test_a_stopped_run_resumes_to_the_uninterrupted_one(tmp_path, stop):
-    crashed, clean = tmp_path / "crashed", tmp_path / "clean"
-    proc = subprocess.Popen(_train_cli(crashed), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.time() + 120
-    while not (crashed / CHECKPOINT).exists() and time.time() < deadline:
+def under_way(out) -> bool:
+    """A progress marker: a checkpoint exists and a metrics row was logged (the run is under
+    way; how far is read from the checkpoint once the run is held still)."""
+    try:
+        torch.load(out / CHECKPOINT, weights_only=True)
+        rows = (out / "metrics.csv").read_text().splitlines()
+    except (OSError, RuntimeError, EOFError):
+        return False
+    return len(rows) >= 2
+
+
+def wait_under_way(proc, out, timeout: float = 300.0) -> None:
+    """Wait for :func:`under_way`, however slow the machine (not a fixed sleep that has to land
+    mid-run)."""
+    deadline = time.monotonic() + timeout
+    while not under_way(out):
+        assert proc.poll() is None, "the run ended before it was under way"
+        assert time.monotonic() < deadline, f"no checkpoint and metrics row after {timeout} s"
         time.sleep(0.05)
-    time.sleep(0.5)
-    proc.send_signal(stop)  # Ctrl-C ends the step in flight first: its random state is saved
-    proc.wait()
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    clean = tmp_path_factory.mktemp("uninterrupted") / "clean"
+    subprocess.run(_train_cli(clean), check=True, capture_output=True, timeout=600)
+    return load_file(clean / "model.safetensors")
+
+
+@pytest.mark.parametrize(
+    "stop",
+    [signal.SIGKILL, signal.SIGINT, signal.SIGTERM],
+    ids=["kill -9", "Ctrl-C", "SIGTERM (torchrun's)"],
+)
+def test_a_stopped_run_resumes_to_the_uninterrupted_one(tmp_path, stop, uninterrupted):
+    crashed = tmp_path / "crashed"
+    proc = subprocess.Popen(_train_cli(crashed), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    wait_under_way(proc, crashed)
+    proc.send_signal(signal.SIGSTOP)  # held still mid-run while it is judged and signalled
+    frozen = torch.load(crashed / CHECKPOINT, weights_only=True)["step"]
+    frozen_file = (crashed / CHECKPOINT).stat().st_ino  # rewritten: another file (os.replace)
+    assert 0 < frozen < 400 and not (crashed / "model.json").exists()
+    proc.send_signal(stop)  # Ctrl-C and SIGTERM end the step in flight first: its random state
+    if stop != signal.SIGKILL:  # is saved
+        proc.send_signal(signal.SIGCONT)
+    output = proc.communicate(timeout=300)[0].decode()
     ckpt = torch.load(crashed / CHECKPOINT, weights_only=True)
-    assert 0 < ckpt["step"] < 400, "the stop should land mid-run"
-    assert (crashed / "model.json").exists() == (stop == signal.SIGINT)
+    rewritten = (crashed / CHECKPOINT).stat().st_ino != frozen_file
+    if stop == signal.SIGKILL:
+        assert ckpt["step"] == frozen and not rewritten
+        assert not (crashed / "model.json").exists()
+    else:  # a checkpoint of the step it stopped at, and the model saved as interrupted
+        assert proc.returncode == 130 and "resume with --resume" in output, output
+        assert rewritten and frozen <= ckpt["step"] < 400
+        assert model_dir.load(crashed).meta["training"]["interrupted"] is True
     done = subprocess.run(
         _train_cli(crashed, "--resume"), capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    subprocess.run(_train_cli(clean), check=True, capture_output=True, timeout=300)
-    a, b = load_file(crashed / "model.safetensors"), load_file(clean / "model.safetensors")
-    assert all(torch.equal(a[k], b[k]) for k in a), (
+    a = load_file(crashed / "model.safetensors")
+    assert all(torch.equal(a[k], uninterrupted[k]) for k in a), (
         "resumed training must equal the uninterrupted run"
     )
     steps = [int(r["step"]) for r in csv.DictReader((crashed / "metrics.csv").open())]
     assert steps == sorted(set(steps)) and steps[-1] == 400
+    assert json.loads((crashed / "model.json").read_text())["training"]["steps"] == 400
 
 
 def test_sigint_stops_early_and_saves_a_loadable_model(tmp_path):
