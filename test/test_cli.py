@@ -228,3 +228,31 @@ def test_solve_path_refuses_a_bad_file_by_line(trained, tmp_path):
     assert run.returncode == 2 and "leave out --quat" in run.stderr
     run = cli("solve", str(trained), "--xyz", "0.2", "0", "0.3", "--start", "0")
     assert run.returncode == 2 and "--start is where a --path begins" in run.stderr
+
+
+def test_export_onnx_writes_model_onnx_that_answers_as_the_compiled_network(trained, tmp_path):
+    """``export MODEL --onnx``: model.onnx in the folder, and the onnx backend's answers those of
+    the compiled one (README: both within 1e-12 rad of the float64 torch network)."""
+    from robot_ik_nn.arm.rotations import matrix_to_quaternion, wrap_angle
+    from robot_ik_nn.evaluate import held_out_targets
+    from robot_ik_nn.ik.settings import IKSettings
+    from robot_ik_nn.ik.solver import Solver
+
+    folder = tmp_path / "niryo"
+    folder.mkdir()
+    for f in trained.iterdir():
+        if f.is_file():
+            (folder / f.name).write_bytes(f.read_bytes())
+    assert not (folder / "model.onnx").exists()
+    run = cli("export", str(folder), "--onnx")
+    assert run.returncode == 0, run.stderr
+    assert (folder / "model.onnx").is_file() and f"wrote {folder / 'model.onnx'}" in run.stdout
+    _, P, R = held_out_targets(Solver.load(folder).arm, 300, seed=8)
+    Q = matrix_to_quaternion(R)
+    for settings in (IKSettings(iterations=0), IKSettings()):  # the network alone, then refined
+        onnx = Solver.load(folder, settings, backend="onnx").solve_batch(P, Q)
+        compiled = Solver.load(folder, settings).solve_batch(P, Q)
+        assert np.array_equal(onnx.solved, compiled.solved)
+        gap = np.abs(wrap_angle(onnx.q - compiled.q)).max()
+        print(f"\niterations {settings.iterations}: onnx vs compiled, largest gap {gap:.2g} rad")
+        assert gap <= 2e-12, gap
