@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import torch
+from test_training import wait_under_way
 
 from robot_ik_nn import model_dir
 from robot_ik_nn.cli import main
@@ -47,18 +48,18 @@ def test_torchrun_trains_checkpoints_resumes_after_kill_9_and_evaluates(tmp_path
     proc = subprocess.Popen(
         _torchrun(out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
     )
-    deadline = time.time() + 180
-    while not (out / CHECKPOINT).exists() and time.time() < deadline:
-        time.sleep(0.05)
-    time.sleep(1.0)
+    wait_under_way(proc, out)  # a checkpoint and a metrics row, not a sleep that must land
     family = [proc.pid, *_descendants(proc.pid)]  # torchrun starts workers in new sessions
     assert len(family) >= 3, family
-    for pid in family:  # torchrun and both workers at once, as a power cut would
-        os.kill(pid, signal.SIGKILL)
-    proc.wait()
+    for pid in family:  # held still mid-run: what is judged here cannot move on meanwhile
+        os.kill(pid, signal.SIGSTOP)
     step = torch.load(out / CHECKPOINT, weights_only=True)["step"]
     assert 0 < step < 200, "the crash should land mid-run"
     assert not (out / "model.json").exists()
+    for pid in family:  # torchrun and both workers at once, as a power cut would
+        os.kill(pid, signal.SIGKILL)
+    proc.wait()
+    assert torch.load(out / CHECKPOINT, weights_only=True)["step"] == step
     done = subprocess.run(_torchrun(out, "--resume"), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     meta = json.loads((out / "model.json").read_text())
