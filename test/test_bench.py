@@ -48,13 +48,14 @@ def test_bench_measures_everything_it_claims(niryo_model):
     for name in ("trac_ik", "rtb_ik_lm", "pybullet_ik"):  # installed by make test ([peers])
         peer = result["peers"][name]
         assert isinstance(peer, dict), peer
-        assert peer["targets"] == 120 and 0 <= peer["solve_rate"] <= 1
+        assert peer["targets"] == 120 and peer["solved_per_s"] > 0
         assert result["ratios"][name] == pytest.approx(
             single["compiled"]["solved_per_s"] / peer["solved_per_s"]
         )
     # PyBullet's own IK is the weak reference the anchors describe; the C++ LM solves most
     assert result["peers"]["pybullet_ik"]["solve_rate"] < single["compiled"]["solve_rate"]
     assert result["peers"]["rtb_ik_lm"]["solve_rate"] > 0.9
+    assert result["peers"]["trac_ik"]["solve_rate"] > 0.9
     text = bench.format_table(result)
     assert "one target at a time" in text and "TRAC-IK" in text and "batch 300" in text
     assert "| robot_ik_nn, compiled network + compiled LM |" in bench.markdown(result)
