@@ -364,19 +364,7 @@ class CollisionModel:
 
     def clearance(self, q) -> float:
         """The smallest gap (m) between checked shapes at ``q``; negative when two overlap."""
-        q = np.ascontiguousarray(q, dtype=float)
-        return clearance(
-            self.chain,
-            self.shapes,
-            self.verts,
-            self._pairs,
-            self.obstacles,
-            q,
-            self.frames,
-            self._poses,
-            self._W,
-            -1.0,
-        )
+        return float(self.clearance_batch(np.asarray(q, dtype=float)[None])[0])
 
     def in_collision(self, q) -> bool:
         """Whether two checked shapes come closer than the margin at ``q``."""
