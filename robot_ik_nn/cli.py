@@ -243,11 +243,13 @@ def cmd_bench(args) -> int:
         print(json.dumps(result, indent=2) if args.json else answers.format_table(result))
         return 0
     if args.tracking:
-        from .bench import answers
+        from .bench import paths
 
-        result = answers.measure_tracking(args.model, args.tracking, args.tracking_targets, say)
-        _write(args.out, result, answers.format_tracking(result))
-        print(json.dumps(result, indent=2) if args.json else answers.format_tracking(result))
+        result = paths.measure(
+            args.model, args.tracking, args.tracking_targets, args.tracking_network, say
+        )
+        _write(args.out, result, paths.format_table(result))
+        print(json.dumps(result, indent=2) if args.json else paths.format_table(result))
         return 0
     if args.cuda:
         from .bench import cuda

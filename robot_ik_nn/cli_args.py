@@ -391,8 +391,14 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         "--tracking",
         type=_count,
         metavar="N",
-        help="measure only this: N paths of --tracking-targets targets 5 mm apart, each tracked "
-        "as a stream and given whole to solve_path, every answer judged by our kinematics",
+        help="measure only this: N paths (cubic splines through 6 random joint sets, up to "
+        "--tracking-targets targets 5 mm / 0.05 rad apart), each tracked as a stream and given "
+        "whole to solve_path, every answer judged by our kinematics",
+    )
+    b.add_argument(
+        "--tracking-network",
+        action="store_true",
+        help="with --tracking: solve with the model's network (default: the arm alone)",
     )
     only.add_argument(
         "--hardware",
