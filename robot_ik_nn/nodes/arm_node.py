@@ -11,6 +11,11 @@ until ``~/resume`` is called or ``start_enabled`` is true, and holds when no com
 and trajectories stamped before the last ``~/resume`` (or start-up) or the last loss of the arm
 are refused by the bridge: an old goal is never replayed, however often it is repeated (a zero
 stamp counts as now).
+
+With the PyBullet driver, ``sim_urdf`` makes the simulated arm another URDF than the model's (a
+"true" arm, calibration/true_arm.py) and ``sim_stiffness`` turns on soft joints that sag under
+gravity (when this PyBullet arm has them); ``~/true_tool_pose`` (PoseStamped) is then where the
+simulated tool really is, what a tracker sees (nodes/tracker_node.py).
 """
 
 from __future__ import annotations
@@ -62,14 +67,20 @@ class ArmNode(Node):
         gui = declare(self, "gui", False, "pybullet: open the window (needs a display)", **ro)
         initial = declare(self, "initial_joints", [0.0],
                           "pybullet: joint values at start ([0.0] = all zero)", **ro)
+        sim_urdf = declare(self, "sim_urdf", "", "pybullet: the arm simulated, when not the "
+                           "model's (a URDF path or a built-in name; '' = robot)", **ro)
+        stiffness = declare(self, "sim_stiffness", 0.0, "pybullet: soft joints that sag under "
+                            "gravity, this stiff (0 = rigid)", lo=0.0, hi=1e9, **ro)
         self.marker_every = declare(self, "marker_period", 0.1, "seconds between marker updates",
                                     lo=0.01, hi=10.0)
         live_parameters(self, {"marker_period": "marker_every"})
 
         self.arm = ArmModel.load(robot, base=base or None, tip=tip or None)
-        options = {"gui": gui, "initial": initial} if kind == "pybullet" else {}
-        driver = make_driver(kind, self.arm, host=host, port=port, calibration=calibration,
-                             **options)
+        if kind == "pybullet":
+            driver = self._sim_driver(sim_urdf, stiffness, gui=gui, initial=initial)
+        else:
+            driver = make_driver(kind, self.arm, host=host, port=port, calibration=calibration)
+        self.true_pose = getattr(driver, "tool_pose", None)  # the simulated tool, where it is
         self.bridge = Bridge(driver, BridgeConfig(rate=self.rate, watchdog=watchdog,
                                                   start_enabled=enabled, velocity_scale=scale))
         self.fk = Solver(self.arm)
@@ -84,6 +95,8 @@ class ArmNode(Node):
         self.pose_pub = self.create_publisher(PoseStamped, "~/end_effector_pose", RELIABLE)
         self.marker_pub = self.create_publisher(MarkerArray, "~/markers", RELIABLE)
         self.status_pub = self.create_publisher(DiagnosticArray, "~/status", RELIABLE)
+        if self.true_pose is not None:
+            self.true_pub = self.create_publisher(PoseStamped, "~/true_tool_pose", RELIABLE)
         self.create_subscription(JointState, "joint_command", self.on_command, RELIABLE)
         if controller:
             self.create_subscription(
@@ -100,6 +113,14 @@ class ArmNode(Node):
             f"watchdog {watchdog:g} s"
             + (f"; trajectories on {controller}/joint_trajectory" if controller else "")
         )
+
+    def _sim_driver(self, sim_urdf: str, stiffness: float, **options):
+        from ..hardware.true_arm_driver import TrueArmDriver
+
+        arm = self.arm
+        sim_arm = ArmModel.load(sim_urdf, base=arm.base, tip=arm.tip) if sim_urdf else arm
+        physics = {"stiffness": stiffness} if stiffness > 0 else {}
+        return TrueArmDriver(arm, sim_arm, physics, **options)
 
     # -- inputs -----------------------------------------------------------------------------------
     def _give(self, names, values, decided=None) -> bool:
@@ -183,12 +204,22 @@ class ArmNode(Node):
         P, R = self.fk.forward(joints)
         pose = markers.pose_stamped(P[0], matrix_to_quaternion(R[0]), self.arm.base, stamp)
         self.pose_pub.publish(pose)
+        if self.true_pose is not None:
+            self._publish_true_pose()
         if now - self._last_markers >= self.marker_every:
             self._last_markers = now
             self.marker_pub.publish(
                 markers.reached_and_target(pose, self.target, self.arm.base, stamp,
                                            self.arm.reach)
             )
+
+    def _publish_true_pose(self) -> None:
+        seen = self.true_pose()
+        if seen is None:
+            return
+        p, q, _ = seen
+        stamp = self.get_clock().now().to_msg()
+        self.true_pub.publish(markers.pose_stamped(p, q, self.arm.base, stamp))
 
     def _publish_status(self, force: bool = False) -> None:
         state = self.bridge.state()

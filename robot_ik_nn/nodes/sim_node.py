@@ -2,7 +2,10 @@
 
 It is arm_node (arm_node.py) with the PyBullet driver, enabled from start-up and without a
 watchdog (a simulated arm is where a single command should simply be followed); every topic,
-service and parameter is arm_node's.
+service and parameter is arm_node's. To simulate an arm that is not the model's (a "true" arm
+to calibrate against), give ``sim_urdf`` (and ``sim_stiffness`` for soft joints that sag):
+
+    sim_node --ros-args -p robot:=niryo_one -p sim_urdf:=/tmp/true_niryo.urdf
 """
 
 from __future__ import annotations
