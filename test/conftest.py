@@ -13,6 +13,13 @@ torch.set_num_threads(min(2, os.cpu_count() or 1))
 REQUIRE_CUDA = "ROBOT_IK_NN_REQUIRE_CUDA"
 
 
+def pytest_collection_modifyitems(items):
+    """A cuda test is a gpu test too: -m gpu selects them, -m "not gpu" leaves them out."""
+    for item in items:
+        if item.get_closest_marker("cuda") is not None:
+            item.add_marker(pytest.mark.gpu)
+
+
 def pytest_runtest_setup(item):
     """Tests marked cuda skip on a machine without CUDA, or fail there when
     ROBOT_IK_NN_REQUIRE_CUDA=1 (make test-gpu): a GPU run must not pass by skipping."""

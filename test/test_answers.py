@@ -15,6 +15,8 @@ from robot_ik_nn.evaluate import held_out_targets
 from robot_ik_nn.ik.settings import IKSettings
 from robot_ik_nn.ik.solver import Solver
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def solver(niryo_model):

@@ -2,6 +2,7 @@
 followed to its end (its last point given until the arm holds it), and the status says so."""
 
 import numpy as np
+import pytest
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray
 from ros_helpers import Probe, node_process, stop
@@ -9,6 +10,8 @@ from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_ik_nn.nodes.common import RELIABLE
+
+pytestmark = pytest.mark.ros
 
 JOINTS = [f"joint_{i}" for i in range(1, 7)]  # the Niryo One's
 

@@ -13,6 +13,8 @@ from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.bench.measure import judge, tracking_path
 from robot_ik_nn.ik.solver import Solver
 
+pytestmark = pytest.mark.slow
+
 
 def test_bench_measures_everything_it_claims(niryo_model):
     result = bench.run(

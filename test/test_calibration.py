@@ -19,6 +19,8 @@ from robot_ik_nn.hardware.pybullet_arm import ArmSim
 from robot_ik_nn.hardware.tracker import measure
 from robot_ik_nn.ik.solver import Solver
 
+pytestmark = pytest.mark.slow
+
 
 def _true(arm, seed, **sizes):
     text = perturb(arm, seed, **sizes)

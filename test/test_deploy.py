@@ -6,6 +6,8 @@ import pytest
 
 from robot_ik_nn.bench.hardware import deploy_run
 
+pytestmark = pytest.mark.ros
+
 ARMS = {"niryo_one": "niryo_one", "niryo_ned": "niryo_ned2",
         "inmoov_right_arm": "inmoov_right_arm"}
 

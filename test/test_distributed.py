@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 from test_training import wait_under_way
 
@@ -17,6 +18,8 @@ from robot_ik_nn import model_dir
 from robot_ik_nn.cli import main
 from robot_ik_nn.evaluate import evaluate
 from robot_ik_nn.learn.training import CHECKPOINT
+
+pytestmark = pytest.mark.slow
 
 
 def _torchrun(out, *extra):

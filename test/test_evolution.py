@@ -13,6 +13,8 @@ from robot_ik_nn.learn.learners.evolution import EvolutionLearner
 from robot_ik_nn.learn.network import IKNet, NetConfig
 from robot_ik_nn.learn.training import CHECKPOINT, TrainConfig, Trainer
 
+pytestmark = pytest.mark.slow
+
 
 def _learner(niryo, mode="position", heads=1, **learn):
     net = IKNet.for_arm(niryo, NetConfig(niryo.dof, mode, [16, 16], heads=heads))

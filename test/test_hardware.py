@@ -17,6 +17,8 @@ from robot_ik_nn.hardware.bridge import Bridge, BridgeConfig
 from robot_ik_nn.hardware.driver import make_driver
 from robot_ik_nn.hardware.emulators import make, start
 
+pytestmark = pytest.mark.slow
+
 # emulator kind -> driver kind
 PAIRS = {"niryo_one": "niryo_one_tcp", "niryo_ned": "niryo_ned", "inmoov_serial": "inmoov_serial"}
 FAULTS = int(os.environ.get("ROBOT_IK_NN_FAULTS", "500"))

@@ -4,6 +4,7 @@ whose joints collide (safety.not_commanded, driven here end to end)."""
 import time
 
 import numpy as np
+import pytest
 import torch
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
@@ -18,6 +19,8 @@ from robot_ik_nn.hardware.pybullet_arm import ArmSim
 from robot_ik_nn.ik.settings import IKSettings
 from robot_ik_nn.ik.solver import Solver
 from robot_ik_nn.nodes.common import RELIABLE
+
+pytestmark = pytest.mark.ros
 
 TARGET = "/inference_node/target_pose"
 MARGIN = 0.1  # m kept between the arm's surfaces: most poses of the Niryo One collide then

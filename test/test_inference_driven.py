@@ -21,6 +21,8 @@ from robot_ik_nn.bench.measure import judge
 from robot_ik_nn.ik.solver import Solver
 from robot_ik_nn.nodes.common import RELIABLE
 
+pytestmark = pytest.mark.ros
+
 ARM = ArmModel.load("niryo_one")
 NODE = "/inference_node"
 

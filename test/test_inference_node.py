@@ -23,6 +23,8 @@ from robot_ik_nn.ik.settings import IKSettings
 from robot_ik_nn.ik.solver import Solver
 from robot_ik_nn.nodes.common import RELIABLE
 
+pytestmark = pytest.mark.ros
+
 ARM = ArmModel.load("niryo_one")
 KIN = Kinematics(ARM, torch.float64)
 TARGET = "/inference_node/target_pose"

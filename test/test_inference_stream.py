@@ -6,6 +6,7 @@ Its own module, so that the nodes of test_inference_node.py are gone when these 
 import time
 
 import numpy as np
+import pytest
 import torch
 from geometry_msgs.msg import PoseStamped
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -16,6 +17,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_ik_nn.arm.rotations import matrix_to_quaternion
 from robot_ik_nn.nodes.common import RELIABLE
+
+pytestmark = pytest.mark.ros
 
 TRAJECTORY = "/arm_controller/joint_trajectory"
 

@@ -19,6 +19,8 @@ from robot_ik_nn.learn.merge import MergeError, merge
 from robot_ik_nn.learn.network import IKNet, NetConfig
 from robot_ik_nn.learn.training import TrainConfig, Trainer
 
+pytestmark = pytest.mark.slow
+
 LONG_TOOL = str(Path(__file__).parent / "data" / "niryo_one_long_tool.urdf")
 
 

@@ -13,6 +13,8 @@ import pytest
 
 from robot_ik_nn.view.network_drawing import draw, infrared
 
+pytestmark = pytest.mark.ros
+
 PERIOD = 3.0  # the learner node's network_period default
 
 

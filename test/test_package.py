@@ -8,6 +8,10 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.ros
+
 ROOT = Path(__file__).resolve().parent.parent
 EXECUTABLES = ["robot-ik-nn", "sim_node", "learner_node", "inference_node"]
 

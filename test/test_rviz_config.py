@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.ros
+
 RVIZ = Path(__file__).resolve().parents[1] / "config" / "robot_ik_nn.rviz"
 
 # what each display class reads from the topic it names

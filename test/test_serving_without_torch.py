@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from geometry_msgs.msg import PoseStamped
 from ros_helpers import Probe, publish_until, stop
 from sensor_msgs.msg import JointState
@@ -18,6 +19,8 @@ from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.arm.rotations import matrix_to_quaternion
 from robot_ik_nn.evaluate import held_out_targets
 from robot_ik_nn.nodes.common import RELIABLE
+
+pytestmark = pytest.mark.ros
 
 NOT_IN_SERVE = ("torch", "onnx", "pybullet", "pybullet_data", "matplotlib", "tensorboard", "tqdm")
 NO_TORCH = (  # a serve-only install: importing any of these now fails

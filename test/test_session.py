@@ -9,6 +9,8 @@ import pytest
 from robot_ik_nn.nodes.trajectory import TrajectoryFollower
 from robot_ik_nn.session import ARGUMENTS, SessionError, load_params, parse_assignments, plan
 
+pytestmark = pytest.mark.ros
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

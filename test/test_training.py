@@ -15,6 +15,8 @@ from robot_ik_nn import model_dir
 from robot_ik_nn.evaluate import network_errors
 from robot_ik_nn.learn.training import CHECKPOINT, TrainConfig, Trainer, TrainingError
 
+pytestmark = pytest.mark.slow
+
 
 def _errors_before_after(config):
     trainer = Trainer(config, progress=False)

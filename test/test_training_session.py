@@ -15,6 +15,8 @@ from visualization_msgs.msg import MarkerArray
 
 from robot_ik_nn import model_dir
 
+pytestmark = pytest.mark.ros
+
 DEEP = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 
 

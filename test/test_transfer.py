@@ -12,6 +12,8 @@ from robot_ik_nn.cli import main
 from robot_ik_nn.evaluate import network_errors
 from robot_ik_nn.learn.training import TrainConfig, Trainer
 
+pytestmark = pytest.mark.slow
+
 LONG_TOOL = str(Path(__file__).parent / "data" / "niryo_one_long_tool.urdf")
 
 

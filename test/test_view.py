@@ -29,6 +29,8 @@ pytest.importorskip("yourdfpy", reason="the page needs yourdfpy: pip install .[v
 
 from browser_helpers import Browser  # noqa: E402
 
+pytestmark = pytest.mark.browser
+
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = (Path(__file__).parent / "page_probe.js").read_text()
 DOCS = ROOT / "docs"

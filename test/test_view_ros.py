@@ -31,6 +31,8 @@ from test_view import (  # noqa: E402
     type_into,
 )
 
+pytestmark = [pytest.mark.browser, pytest.mark.ros]
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

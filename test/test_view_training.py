@@ -26,6 +26,8 @@ pytest.importorskip("yourdfpy", reason="the page needs yourdfpy: pip install .[v
 from browser_helpers import Browser  # noqa: E402
 from test_view import DRAWN_ATOL, PROBE, _free_port, _panel_joints, page_joints  # noqa: E402
 
+pytestmark = pytest.mark.browser
+
 ROOT = Path(__file__).resolve().parents[1]
 NEURONS = "__ikProbe.points('/arm/base/network/neurons')"
 # the error curve's points: viser registers every uPlot chart under its testpoints
