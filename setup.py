@@ -51,6 +51,8 @@ setup(
             "arm_node = robot_ik_nn.nodes.arm_node:main",
             "learner_node = robot_ik_nn.nodes.learner_node:main",
             "inference_node = robot_ik_nn.nodes.inference_node:main",
+            "tracker_node = robot_ik_nn.nodes.tracker_node:main",
+            "calibration_node = robot_ik_nn.nodes.calibration_node:main",
         ],
     },
 )

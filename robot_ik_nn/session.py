@@ -1,5 +1,5 @@
 """The sessions: which nodes run, with which parameters (``train``, ``inference``, ``display``,
-``deploy``).
+``deploy``, ``calibrate``).
 
 One source of truth for both ways of starting them: the launch files in ``launch/`` turn
 :func:`plan` into launch_ros ``Node`` actions (a ROS install with ``ros2 launch``), and
@@ -64,6 +64,23 @@ ARGUMENTS = {
         "calibration": Argument("", "InMoov: the servo calibration YAML (robot-ik-nn calibrate)"),
         "dry_run": Argument("false", "start the arm's emulator and drive it instead of the arm"),
         "start_enabled": Argument("false", "move on targets at once (else after ~/resume)"),
+        "params_file": COMMON["params_file"],
+        "rviz": COMMON["rviz"],
+    },
+    "calibrate": {
+        "model_dir": COMMON["model_dir"],
+        "out": Argument("models/niryo_one_calibrated", "the calibrated model folder to write"),
+        "controller": COMMON["controller"],
+        "measured_pose": Argument(
+            "/measured_pose", "the tracker's PoseStamped topic (aruco_ros, vrpn_mocap...)"
+        ),
+        "frame_id": Argument("tracker", "the frame_id the tracker's poses carry"),
+        "poses": Argument("", "poses to measure (at most 100); '' = the params file's"),
+        "use_sim": Argument(
+            "true", "the simulated arm (sim_node) and the simulated tracker (tracker_node)"
+        ),
+        "sim_urdf": Argument("", "use_sim: the true arm simulated ('' = the model's own)"),
+        "sim_stiffness": Argument("", "use_sim: soft joints that sag ('' = the params file's)"),
         "params_file": COMMON["params_file"],
         "rviz": COMMON["rviz"],
     },
@@ -157,6 +174,8 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
     params = load_params(args["params_file"] or config_path(f"{session}.yaml"))
     if session == "deploy":
         return _deploy(args, params)
+    if session == "calibrate":
+        return _calibrate(args, params)
     robot, controller = args["robot"], args["controller"]
     own = None  # the model folder's own arm, served when no robot is given
     if session == "inference" and not robot:
@@ -267,6 +286,47 @@ def _deploy(args: dict, params: dict) -> list[PlannedNode]:
     )
     arm.remappings.append(("target_pose", "/inference_node/target_pose"))
     return nodes + [arm, inference] + _display(robot, args["rviz"])
+
+
+def _calibrate(args: dict, params: dict) -> list[PlannedNode]:
+    """A live calibration: calibration_node moving the arm and fitting (it ends the session);
+    with use_sim, sim_node (the true arm, sim_urdf) and tracker_node (the camera)."""
+    own = _model_arm(args["model_dir"])
+    arm = own or {"robot": COMMON["robot"].default}
+
+    def node(executable, **kwargs):
+        return PlannedNode(
+            executable, executable, parameters=dict(params.get(executable, {})), **kwargs
+        )
+
+    nodes = []
+    if _truthy(args["use_sim"], "use_sim"):
+        sim = node("sim_node")
+        sim.parameters.update(**arm, controller=args["controller"])
+        if args["sim_urdf"]:
+            sim.parameters["sim_urdf"] = args["sim_urdf"]
+        if args["sim_stiffness"]:
+            stiffness = args["sim_stiffness"]
+            if not (_positive(stiffness) or stiffness.strip() in ("0", "0.0")):  # 0: rigid
+                raise SessionError(f"sim_stiffness:={stiffness} is not a number >= 0")
+            sim.parameters["sim_stiffness"] = float(stiffness)
+        tracker = node("tracker_node", remappings=[("measured_pose", args["measured_pose"])])
+        tracker.parameters["frame_id"] = args["frame_id"]
+        nodes += [sim, tracker]
+    calibration = node(
+        "calibration_node",
+        ends_session=True,
+        remappings=[("measured_pose", args["measured_pose"])],
+    )
+    calibration.parameters.update(
+        model_dir=args["model_dir"], out=args["out"], controller=args["controller"],
+        frame_id=args["frame_id"],
+    )
+    if args["poses"]:
+        if not (args["poses"].isdecimal() and 1 <= int(args["poses"]) <= 100):
+            raise SessionError(f"poses:={args['poses']} is not a number of poses from 1 to 100")
+        calibration.parameters["poses"] = int(args["poses"])
+    return nodes + [calibration] + _display(arm["robot"], args["rviz"])
 
 
 def rviz_config(robot: str) -> Path:

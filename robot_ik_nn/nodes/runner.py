@@ -12,16 +12,20 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
 from .arm_node import ArmNode
+from .calibration_node import CalibrationNode
 from .common import shut_down_under_spin, take_down
 from .inference_node import InferenceNode
 from .learner_node import LearnerNode
 from .sim_node import SimNode
+from .tracker_node import TrackerNode
 
 NODE_CLASSES = {
     "sim_node": SimNode,
     "arm_node": ArmNode,
     "learner_node": LearnerNode,
     "inference_node": InferenceNode,
+    "tracker_node": TrackerNode,
+    "calibration_node": CalibrationNode,
 }
 
 
