@@ -380,7 +380,14 @@ def cmd_calibrate(args) -> int:
             print(f"calibrate: {text}", file=sys.stderr, flush=True)
 
     summary = calibrate(
-        args.model, args.measurements, args.out, args.noise_mm, args.noise_deg, args.force, say
+        args.model,
+        args.measurements,
+        args.out,
+        args.noise_mm,
+        args.noise_deg,
+        args.force,
+        say,
+        frame=args.frame,
     )
     if args.json:
         print(json.dumps(summary))

@@ -293,6 +293,13 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     k.add_argument("--noise-mm", type=float, default=0.2, help="the tracker's position noise")
     k.add_argument("--noise-deg", type=float, default=0.1, help="its orientation noise")
     k.add_argument("--force", action="store_true", help="replace an existing --out")
+    k.add_argument(
+        "--frame",
+        choices=("base", "unknown"),
+        default="base",
+        help="the frame the measured poses are in: the arm's base, or a tracker's frame whose "
+        "pose is unknown (eye-to-hand: estimated with the rest)",
+    )
     k.add_argument("--json", action="store_true", help="the summary as one JSON object")
     k.set_defaults(func=commands["calibrate"])
 

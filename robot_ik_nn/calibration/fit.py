@@ -25,6 +25,7 @@ from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 
 from ..arm.model import ArmModel
+from . import frame as frames
 from .measurements import Measurements
 from .true_arm import joint_frame, set_joint
 
@@ -150,9 +151,12 @@ def forward(chain: Chain, q) -> tuple[np.ndarray, np.ndarray]:
     return T[:, :3, 3], T[:, :3, :3]
 
 
-def errors(chain: Chain, m: Measurements) -> tuple[np.ndarray, np.ndarray]:
-    """Per pose: position error (m) and rotation error (rad) of ``chain`` against ``m``."""
+def errors(chain: Chain, m: Measurements, F=None) -> tuple[np.ndarray, np.ndarray]:
+    """Per pose: position error (m) and rotation error (rad) of ``chain`` against ``m``
+    (``F``: the tracker-from-base transform the measurements are seen through)."""
     p, R = forward(chain, m.q)
+    if F is not None:
+        p, R = frames.apply(F, p, R)
     Rm = Rotation.from_quat(m.quaternion).as_matrix()
     rot = Rotation.from_matrix(np.transpose(Rm, (0, 2, 1)) @ R).magnitude()
     return np.linalg.norm(p - m.position, axis=1), rot
@@ -174,12 +178,27 @@ class Fit:
     rejected: np.ndarray  # rows set aside as gross outliers
     chain: Chain
     names: list = field(default_factory=list)
+    frame: np.ndarray | None = None  # the tracker-from-base transform, when it was estimated
+    frame_sigma: np.ndarray | None = None  # its turn (3, rad) and shift (3, m) deviations
+    fixed: np.ndarray | None = None  # (size,) bool: parameters held at nominal (the base's)
 
 
-def fit(chain: Chain, m: Measurements, noise_m: float, noise_rad: float, names=()) -> Fit:
-    """Robust least squares of the chain's parameters to ``m`` (module docstring)."""
+def fit(
+    chain: Chain,
+    m: Measurements,
+    noise_m: float,
+    noise_rad: float,
+    names=(),
+    frame: str = "base",
+    geometry: bool = True,
+) -> Fit:
+    """Robust least squares of the chain's parameters to ``m`` (module docstring).
+    ``frame="unknown"``: the poses are in a tracker's frame, estimated with the rest (frame.py);
+    ``geometry=False``: only that frame is fitted, the arm kept nominal."""
+    if frame not in frames.FRAMES:
+        raise CalibrationError(f"frame must be one of {', '.join(frames.FRAMES)}; got {frame!r}")
     with _one_blas_thread():  # small matrices; threads that spin for the CPU slow it tenfold
-        return _fit(chain, m, noise_m, noise_rad, names)
+        return _fit(chain, m, noise_m, noise_rad, names, frame == "unknown", geometry)
 
 
 def _one_blas_thread():
@@ -192,21 +211,45 @@ def _one_blas_thread():
     return threadpool_limits(1)
 
 
-def _fit(chain: Chain, m: Measurements, noise_m: float, noise_rad: float, names) -> Fit:
+def _fit(chain, m: Measurements, noise_m, noise_rad, names, unknown_frame, geometry) -> Fit:
     scales = _scales(chain)
+    size = len(scales)
+    free = np.full(size, geometry)
+    F0 = None
+    if unknown_frame:
+        free[:8] = False  # the first joint's placement: the base frame is defined by it
+        free[_along_the_first_axis(chain)] = False
+        F0 = frames.register(forward(chain, m.q)[0], m.position)
+        scales = np.concatenate([scales, np.full(6, PRIOR["origin_m"])])
+        free = np.concatenate([free, np.ones(6, bool)])
+    prior = np.zeros(len(free), bool)
+    prior[:size] = free[:size]  # the frame has no prior: it may be anywhere
+
+    def full(x):
+        out = np.zeros(len(scales))
+        out[free] = x
+        return out * scales
 
     def residuals(x, rows):
-        c = moved(chain, x * scales)
+        theta = full(x)
+        c = moved(chain, theta[:size])
         p, R = forward(c, m.q[rows])
+        if F0 is not None:
+            p, R = frames.apply(frames.moved(F0, theta[size:]), p, R)
         Rm = Rotation.from_quat(m.quaternion[rows]).as_matrix()
         rot = Rotation.from_matrix(np.transpose(Rm, (0, 2, 1)) @ R).as_rotvec()
         return np.concatenate(
-            [((p - m.position[rows]) / noise_m).ravel(), (rot / noise_rad).ravel(), x]
+            [((p - m.position[rows]) / noise_m).ravel(), (rot / noise_rad).ravel(), x[prior[free]]]
         )
 
     rows = np.arange(len(m))
     first = least_squares(
-        residuals, np.zeros(len(scales)), args=(rows,), loss="soft_l1", f_scale=3.0, x_scale=1.0
+        residuals,
+        np.zeros(int(free.sum())),
+        args=(rows,),
+        loss="soft_l1",
+        f_scale=3.0,
+        x_scale=1.0,
     )
     r = first.fun[: 6 * len(rows)]
     per_pose = np.sqrt(
@@ -219,21 +262,44 @@ def _fit(chain: Chain, m: Measurements, noise_m: float, noise_rad: float, names)
     keep = per_pose <= OUTLIER * spread
     final = least_squares(residuals, first.x, args=(rows[keep],), x_scale=1.0)
     J = final.jac
-    dof_left = max(1, 6 * int(keep.sum()) - len(scales))
+    dof_left = max(1, 6 * int(keep.sum()) - int(free.sum()))
     chi2 = float((final.fun[: 6 * int(keep.sum())] ** 2).sum()) / dof_left
+    sigma = np.zeros(len(scales))
     try:
         cov = np.linalg.inv(J.T @ J) * max(chi2, 1e-12)
-        sigma = np.sqrt(np.clip(np.diag(cov), 0, None)) * scales
+        sigma[free] = np.sqrt(np.clip(np.diag(cov), 0, None))
     except np.linalg.LinAlgError:
-        sigma = np.full(len(scales), np.inf)
+        sigma[free] = np.inf
+    sigma *= scales
+    theta = full(final.x)
     return Fit(
-        final.x * scales,
-        sigma,
+        theta[:size],
+        sigma[:size],
         rows[keep],
         rows[~keep],
-        moved(chain, final.x * scales),
+        moved(chain, theta[:size]),
         list(names),
+        None if F0 is None else frames.moved(F0, theta[size:]),
+        None if F0 is None else sigma[size:],
+        ~free[:size],
     )
+
+
+def _along_the_first_axis(chain: Chain) -> list[int]:
+    """The second joint's parameters that a tracker frame also moves: its origin's shift along
+    the first joint's axis, and its turn about that axis (both commute with the first joint's
+    motion). Held at nominal where they are single parameters (the axis along x, y or z where
+    the second joint's origin sees it); otherwise the prior holds them."""
+    if len(chain.xyz) < 2 or chain.prismatic[0]:
+        return []
+    a = chain.pre[1][:3, :3].T @ chain.axis[0]  # the first axis, in the second joint's parent
+    b = chain.R[1].T @ a  # and in the second joint's own origin frame (its turns are there)
+    out = []
+    if np.abs(a).max() > 0.999:
+        out.append(8 + int(np.argmax(np.abs(a))))
+    if np.abs(b).max() > 0.999:
+        out.append(8 + 3 + int(np.argmax(np.abs(b))))
+    return out
 
 
 def parameter_names(arm: ArmModel, chain: Chain) -> list[str]:
@@ -248,20 +314,27 @@ def parameter_names(arm: ArmModel, chain: Chain) -> list[str]:
 
 
 def cross_validate(
-    chain: Chain, m: Measurements, noise_m, noise_rad, folds: int = 5, seed: int = 0
+    chain: Chain, m: Measurements, noise_m, noise_rad, folds: int = 5, seed: int = 0,
+    frame: str = "base",
 ) -> dict:
-    """Tool-pose errors on poses each fit never saw (k folds), nominal and calibrated."""
+    """Tool-pose errors on poses each fit never saw (k folds), nominal and calibrated. With an
+    unknown frame the nominal model is the nominal arm seen through its own best frame."""
     order = np.random.default_rng(seed).permutation(len(m))
     before_p, before_r, after_p, after_r = [], [], [], []
     for k in range(folds):
         held = order[k::folds]
-        train = np.setdiff1d(order, held)
-        f = fit(chain, m.subset(train), noise_m, noise_rad)
+        train = m.subset(np.setdiff1d(order, held))
+        f = fit(chain, train, noise_m, noise_rad, frame=frame)
+        seen_through = None
+        if frame == "unknown":
+            seen_through = fit(chain, train, noise_m, noise_rad, frame=frame, geometry=False).frame
         test = m.subset(held)
-        for target, c in ((before_p, chain), (after_p, f.chain)):
-            pe, re = errors(c, test)
-            target.append(pe)
-            (before_r if c is chain else after_r).append(re)
+        pe, re = errors(chain, test, seen_through)
+        before_p.append(pe)
+        before_r.append(re)
+        pe, re = errors(f.chain, test, f.frame)
+        after_p.append(pe)
+        after_r.append(re)
     bp, br = np.concatenate(before_p), np.concatenate(before_r)
     ap, ar = np.concatenate(after_p), np.concatenate(after_r)
     # a held-out pose that is itself a gross outlier says nothing of either model
@@ -279,9 +352,9 @@ def cross_validate(
     }
 
 
-def least_poses(chain: Chain) -> int:
+def least_poses(chain: Chain, frame: str = "base") -> int:
     """The fewest poses worth a fit: twice the parameters' count over a pose's six numbers."""
-    return int(math.ceil(2 * chain.size / 6))
+    return int(math.ceil(2 * (chain.size + (6 - 8 if frame == "unknown" else 0)) / 6))
 
 
 def calibrated_urdf(arm: ArmModel, chain: Chain, elements) -> str:

@@ -23,6 +23,7 @@ import numpy as np
 from .. import model_dir
 from ..arm.model import ArmModel
 from . import fit as F
+from . import frame as frames
 from .measurements import read_csv
 
 UNEXPLAINED = 20  # held-out error over this many times the tracker's noise: refused
@@ -36,8 +37,14 @@ def calibrate(
     noise_deg: float = 0.1,
     force: bool = False,
     say=None,
+    frame: str = "base",
 ) -> dict:
-    """Fit, check and write the calibrated folder ``out``; returns the summary."""
+    """Fit, check and write the calibrated folder ``out``; returns the summary.
+
+    ``frame="unknown"``: the measured poses are in a tracker's frame whose pose relative to the
+    arm's base is not known (eye-to-hand); it is estimated with the rest (frame.py), written
+    with its uncertainty into calibration.json and the report, and the calibrated base frame is
+    the one the nominal first joint's placement defines."""
     say = say or (lambda text: None)
     source, out = Path(model), Path(out)
     if out.resolve() == source.resolve():
@@ -46,11 +53,15 @@ def calibrate(
         raise F.CalibrationError(f"{out} exists (use --force to replace it)")
     if not noise_mm > 0 or not noise_deg > 0:
         raise F.CalibrationError("the tracker's noise must be above 0 (--noise-mm, --noise-deg)")
+    if frame not in frames.FRAMES:
+        raise F.CalibrationError(
+            f"frame must be one of {', '.join(frames.FRAMES)} (--frame); got {frame!r}"
+        )
     folder = model_dir.read(source)
     arm = folder.arm
     m = read_csv(measurements, arm.joint_names)
     chain, elements = F.chain_of(arm)
-    need = F.least_poses(chain)
+    need = F.least_poses(chain, frame)
     if len(m) < need:
         raise F.CalibrationError(
             f"{len(m)} measured poses cannot determine {chain.size} parameters: at least {need} "
@@ -58,9 +69,18 @@ def calibrate(
         )
     noise_m, noise_rad = noise_mm / 1000.0, math.radians(noise_deg)
     say(f"fitting {chain.size} parameters to {len(m)} poses")
-    result = F.fit(chain, m, noise_m, noise_rad, F.parameter_names(arm, chain))
+    result = F.fit(chain, m, noise_m, noise_rad, F.parameter_names(arm, chain), frame)
     say("cross-validating")
-    cv = F.cross_validate(chain, m, noise_m, noise_rad)
+    cv = F.cross_validate(chain, m, noise_m, noise_rad, frame=frame)
+    if frame == "unknown" and cv["calibrated_mm_median"] > UNEXPLAINED * noise_mm:
+        raise F.CalibrationError(
+            f"the tracker frame{' ' + repr(m.frame) if m.frame else ''} does not match the arm: "
+            f"after estimating it, the fit leaves {cv['calibrated_mm_median']:.3f} mm (median) "
+            f"on poses it never saw, more than {UNEXPLAINED:g} times the tracker noise given "
+            f"({noise_mm} mm). Check that the rows' joints and poses belong together, that every "
+            "pose is in that one frame (a tracker that moved during the session does not fit), "
+            "and the tracker's noise (--noise-mm); nothing written"
+        )
     if cv["calibrated_mm_median"] >= cv["nominal_mm_median"]:
         raise F.CalibrationError(
             f"the fit does not beat the nominal model on poses it never saw (median "
@@ -82,6 +102,8 @@ def calibrate(
     )
     _check_served_exactly(calibrated, result.chain, m.q)
     summary = _summary(arm, calibrated, m, result, cv, noise_mm, noise_deg, source)
+    if result.frame is not None:
+        summary["frame"] = frames.describe(result.frame, result.frame_sigma, m.frame)
     _write(folder, out, calibrated, summary, force)
     return summary
 
@@ -101,7 +123,8 @@ def _check_served_exactly(calibrated: ArmModel, chain, q) -> None:
 
 def _summary(arm, calibrated, m, result, cv, noise_mm, noise_deg, source) -> dict:
     params = []
-    for name, value, sigma in zip(result.names, result.theta, result.sigma):
+    fixed = result.fixed if result.fixed is not None else np.zeros(len(result.theta), bool)
+    for name, value, sigma, held in zip(result.names, result.theta, result.sigma, fixed):
         unit = "mm" if ".origin." in name else "deg"
         k = 1000.0 if unit == "mm" else math.degrees(1.0)
         prior = F.PRIOR["origin_m"] if unit == "mm" else F.PRIOR["turn_rad"]
@@ -113,7 +136,10 @@ def _summary(arm, calibrated, m, result, cv, noise_mm, noise_deg, source) -> dic
                 "unit": unit,
                 # an uncertainty near the prior's spread: the poses do not tell this one apart
                 # from others (a shift along parallel axes); the prior holds it near nominal
-                "determined": bool(sigma < 0.3 * prior),
+                "determined": bool(sigma < 0.3 * prior) and not held,
+                # held at nominal: with an unknown tracker frame, the first joint's placement
+                # defines the base frame (the frame's estimate takes what it would have moved)
+                "fixed": bool(held),
             }
         )
     return {
@@ -144,6 +170,8 @@ def _write(folder, out: Path, calibrated: ArmModel, summary: dict, force: bool) 
             "cross_validation",
         )
     }
+    if "frame" in summary:
+        meta["calibration"]["frame"] = summary["frame"]
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -186,13 +214,26 @@ def report(s: dict) -> str:
         "others (a shift along parallel axes, say), so the fit keeps it near the nominal value "
         "and the tool pose depends only on what it shares with them.",
         "",
-        "| parameter | value | uncertainty (1 sigma) | |",
-        "|---|---|---|---|",
     ]
+    if "frame" in s:
+        fr, sg = s["frame"]["tracker_from_base"], s["frame"]["sigma"]
+        lines[-1:-1] = [
+            "",
+            f"The tracker's frame ({s['frame']['tracker_frame']}) was estimated with the arm: "
+            f"the base seen from it at xyz {', '.join(f'{v:.4f}' for v in fr['xyz_m'])} m, "
+            f"quaternion {', '.join(f'{v:.5f}' for v in fr['quaternion_xyzw'])} (x y z w); "
+            f"uncertainty (1 sigma) {', '.join(f'{v:.3f}' for v in sg['shift_mm'])} mm and "
+            f"{', '.join(f'{v:.4f}' for v in sg['turn_deg'])} deg. The calibrated base frame is "
+            "the one the nominal first joint's placement defines (its parameters are held: "
+            "fixed); a turn about that joint's axis is shared with the next joints' placements, "
+            "so its uncertainty there is the prior's. Give the solver targets measured by the "
+            "tracker through this transform (robot_ik_nn.calibration.frame.to_base).",
+        ]
+    lines += ["| parameter | value | uncertainty (1 sigma) | |", "|---|---|---|---|"]
     for p in s["parameters"]:
         lines.append(
             f"| {p['name']} | {p['value']:+.3f} {p['unit']} | {p['sigma']:.3f} {p['unit']} | "
-            f"{'' if p['determined'] else 'prior'} |"
+            f"{'fixed' if p.get('fixed') else '' if p['determined'] else 'prior'} |"
         )
     return "\n".join(lines) + "\n"
 

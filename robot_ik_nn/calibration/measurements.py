@@ -4,6 +4,10 @@ A CSV file has a header: the arm's joint names (radians, or metres for a prismat
 ``x,y,z,qx,qy,qz,qw``, the measured tool pose in the arm's base frame (metres, a unit
 quaternion). ``#`` starts a comment. A bad row is named by its line; a header that does not name
 the arm's joints is refused with the names expected.
+
+Poses measured in a tracker's own frame (eye-to-hand, ``calibrate --frame unknown``) are rows of
+the same form; a comment line ``# frame: NAME`` before the header may name that frame (the
+tracker's ``header.frame_id``), and readers that do not know it skip it as any comment.
 """
 
 from __future__ import annotations
@@ -29,13 +33,14 @@ class Measurements:
     position: np.ndarray  # (N, 3) measured tool positions, base frame
     quaternion: np.ndarray  # (N, 4) measured tool orientations (x, y, z, w), unit
     lines: np.ndarray  # (N,) the file line of each row (0: not from a file)
+    frame: str = ""  # the frame the poses are in, when named ("": the arm's base frame)
 
     def __len__(self) -> int:
         return len(self.q)
 
     def subset(self, rows) -> "Measurements":
         return Measurements(
-            self.q[rows], self.position[rows], self.quaternion[rows], self.lines[rows]
+            self.q[rows], self.position[rows], self.quaternion[rows], self.lines[rows], self.frame
         )
 
 
@@ -54,6 +59,11 @@ def read_csv(path_or_text, joint_names) -> Measurements:
         (n, line)
         for n, line in enumerate(text.splitlines(), 1)
         if line.strip() and not line.lstrip().startswith("#")
+    ]
+    named = [
+        line.split(":", 1)[1].strip()
+        for line in text.splitlines()
+        if line.lstrip().startswith("#") and line.lstrip("# \t").lower().startswith("frame:")
     ]
     if not rows:
         raise MeasurementError(f"{where}: no header and no rows")
@@ -90,12 +100,14 @@ def read_csv(path_or_text, joint_names) -> Measurements:
     if not values:
         raise MeasurementError(f"{where}: a header and no rows")
     V, dof = np.array(values), len(joint_names)
-    return Measurements(V[:, :dof], V[:, dof : dof + 3], V[:, dof + 3 :], np.array(lines))
+    frame = named[0] if named else ""
+    return Measurements(V[:, :dof], V[:, dof : dof + 3], V[:, dof + 3 :], np.array(lines), frame)
 
 
 def to_csv(m: Measurements, joint_names) -> str:
     """The measurements as the CSV ``read_csv`` reads."""
-    out = [",".join(list(joint_names) + POSE)]
+    out = [f"# frame: {m.frame}"] if m.frame else []
+    out.append(",".join(list(joint_names) + POSE))
     for q, p, quat in zip(m.q, m.position, m.quaternion):
         out.append(",".join(f"{v:.9g}" for v in [*q, *p, *quat]))
     return "\n".join(out) + "\n"

@@ -18,20 +18,33 @@ def measure(
     outliers: float = 0.0,
     outlier_m=(0.02, 0.10),
     seed: int = 0,
+    tracker_pose=None,
+    frame: str = "tracker",
 ) -> Measurements:
     """Measured tool poses of ``true_arm`` (an ArmModel) at joints ``q`` (N, dof): Gaussian
     noise (``noise_mm`` per axis, ``noise_deg`` about a random axis), and a fraction
-    ``outliers`` of the rows moved by ``outlier_m`` (m, a random direction)."""
+    ``outliers`` of the rows moved by ``outlier_m`` (m, a random direction).
+
+    ``tracker_pose`` ((x, y, z), (roll, pitch, yaw)): the tracker's pose in the arm's base frame
+    (m, rad; a camera mounted somewhere in the room); the poses are then given in its frame,
+    named ``frame``. None: in the base frame."""
     from scipy.spatial.transform import Rotation
 
     rng = np.random.default_rng(seed)
     q = np.atleast_2d(np.asarray(q, float))
     with ArmSim(true_arm) as sim:
         position, quaternion = sim.forward(q)
+    name = ""
+    if tracker_pose is not None:  # seen from the tracker: base-to-tracker, inverted
+        xyz, rpy = (np.asarray(v, float).reshape(3) for v in tracker_pose)
+        seen = Rotation.from_euler("xyz", rpy).inv()
+        position = seen.apply(position - xyz)
+        quaternion = (seen * Rotation.from_quat(quaternion)).as_quat()
+        name = frame
     position = position + rng.normal(0.0, noise_mm / 1000.0, position.shape)
     turn = Rotation.from_rotvec(rng.normal(0.0, np.radians(noise_deg), position.shape))
     quaternion = (turn * Rotation.from_quat(quaternion)).as_quat()
     bad = rng.random(len(q)) < outliers
     u = rng.normal(size=(int(bad.sum()), 3))
     position[bad] += u / np.linalg.norm(u, axis=1)[:, None] * rng.uniform(*outlier_m, (len(u), 1))
-    return Measurements(q, position, quaternion, np.zeros(len(q), int))
+    return Measurements(q, position, quaternion, np.zeros(len(q), int), name)
