@@ -1,8 +1,11 @@
 # robot_ik_nn — two commands on a fresh machine:
 #   make train   a ROS 2 training session for the Niryo One (full pose, CPU, < 5 min), then the eval table
-#   make test    lint (ruff, line length 99) and the whole test suite (the browser-page tests
-#                need chromium: apt-get install -y chromium; without it they skip and say so)
-# Both create .venv when it is missing and install what the package needs.
+#   make test    lint (ruff, line length 99) and the whole test suite; installs chromium for the
+#                browser-page tests when it is missing and can (root with apt-get)
+# Both create .venv when it is missing and install what the package needs; the command line,
+# robot-ik-nn, is then .venv/bin/robot-ik-nn (source .venv/bin/activate).
+#   make test-fast   the pure-Python core alone: no ROS, no browser, nothing slow (< 2 min)
+#   make docs        the documentation (Sphinx, as rosdoc2 builds it) into docs/_build/html
 
 PYTHON      ?= python3
 VENV        ?= .venv
@@ -15,7 +18,7 @@ STAMP       := $(VENV)/.installed
 ROS_WHEELS  := 'ros-rclpy[fastrtps]' ros-std-msgs ros-sensor-msgs ros-geometry-msgs ros-trajectory-msgs \
                ros-visualization-msgs ros-diagnostic-msgs ros-std-srvs
 
-.PHONY: install venv test test-gpu lint train screenshots clean
+.PHONY: install venv test test-fast test-gpu lint chromium docs train screenshots clean
 
 # the venv, rebuilt (not wiped) when setup.py or package.xml change
 install venv: $(STAMP)
@@ -31,27 +34,51 @@ endif
 ifndef ROS_DISTRO
 	$(PIP) install -q $(ROS_WHEELS)
 endif
-	$(PIP) install -q -e '.[train,serve,peers,hardware,view,test]'
+	$(PIP) install -q -e '.[train,serve,peers,hardware,view,test,docs]'
 	@touch $@
 
-test: $(STAMP) lint
+test: $(STAMP) lint chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# the tests that need neither ROS, nor a browser, nor minutes: the core, in under two minutes
+FAST := not ros and not browser and not slow and not cuda
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "$(FAST)" $(PYTEST_ARGS)
+
+# the browser page's tests need a headless chromium (Debian's package): installed when missing,
+# where apt-get can (as root); otherwise those tests skip and say why
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+	  || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	       && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
+	  || echo "chromium could not be installed: the browser tests will skip"
 
 # the CUDA tests alone, on a machine with a GPU: without CUDA they fail here instead of skipping
 test-gpu: $(STAMP)
 	ROBOT_IK_NN_REQUIRE_CUDA=1 $(PY) -m pytest -m cuda $(PYTEST_ARGS)
 
+# the documentation as docs.ros.org builds a ROS 2 package (Sphinx, markdown pages, the API
+# from the docstrings), warnings as errors (the [docs] extra comes with the venv)
+docs: $(STAMP)
+	$(VENV)/bin/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	@echo "docs/_build/html/index.html"
+
 lint: $(STAMP)
-	$(VENV)/bin/ruff check robot_ik_nn test launch setup.py
+	$(VENV)/bin/ruff check robot_ik_nn test launch examples docs/conf.py setup.py
 
 # the README's pictures of the browser page (docs/view_*.png), taken by the page's own tests
 screenshots: $(STAMP)
 	ROBOT_IK_NN_SCREENSHOTS=$(CURDIR)/docs $(PY) -m pytest -q test/test_view.py::test_screenshot_shows_the_arm \
 		test/test_view_ros.py::test_training_session_page_shows_the_network_and_the_error_curve
 
+# a model already there is kept unless FORCE=1 (the session itself trains over it)
 train: $(STAMP)
+	@if [ -e models/niryo_one/model.json ] && [ -z "$(FORCE)" ]; then \
+	  echo "models/niryo_one holds a model already: make train FORCE=1 trains a new one over it"; \
+	  exit 2; fi
 	$(VENV)/bin/robot-ik-nn launch train
 	$(VENV)/bin/robot-ik-nn eval models/niryo_one --targets 10000
+	@echo "robot-ik-nn is $(VENV)/bin/robot-ik-nn: source $(VENV)/bin/activate to call it by name"
 
 clean:
-	rm -rf $(VENV) build install log .pytest_cache *.egg-info
+	rm -rf $(VENV) build install log .pytest_cache *.egg-info docs/_build
