@@ -33,6 +33,9 @@ setup(
         "train": ["torch", "pybullet", "tqdm", "matplotlib", "tensorboard", "onnx", "onnxruntime"],
         # peers: the established solvers robot-ik-nn bench --peers compares against
         "peers": ["pytracik", "roboticstoolbox-python", "pybullet", "threadpoolctl"],
+        # docs: make docs, the pages and the API reference as docs.ros.org builds them (Sphinx,
+        # markdown through myst, the ROS docs theme); rosdoc2 itself reads the same docs/ folder
+        "docs": ["sphinx>=7", "myst-parser>=2", "sphinx-rtd-theme>=2"],
         "test": [
             "pytest",
             "pytest-timeout",
