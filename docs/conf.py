@@ -7,7 +7,14 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+# the package's root: this file's parent, or (rosdoc2 runs a copy of this file from its build
+# folder inside the package) the first folder above that holds package.xml and the package
+ROOT = next(
+    (p for p in (HERE.parent, *HERE.parents) if (p / "package.xml").is_file()
+     and (p / "robot_ik_nn").is_dir()),
+    HERE.parent,
+)
 sys.path.insert(0, str(ROOT))  # the package from this checkout, installed or not
 
 project = "robot_ik_nn"

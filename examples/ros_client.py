@@ -56,6 +56,9 @@ while not commands and time.monotonic() < deadline:  # sent again until answered
         rclpy.spin_once(node, timeout_sec=0.05)
 if not commands:
     sys.exit(f"no joint command in 60 s; the node said: {said[-1:] or 'nothing'}")
+until = time.monotonic() + 5.0  # the node's verdict follows its command
+while not said and time.monotonic() < until:
+    rclpy.spin_once(node, timeout_sec=0.05)
 print("status:", said[-1] if said else "-")
 print("joints (rad):", " ".join(f"{v:.6f}" for v in commands[0].position))
 if args.stop:
