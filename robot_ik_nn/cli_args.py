@@ -446,7 +446,9 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
     la = sub.add_parser(
         "launch", help="run a ROS 2 session (the launch file's nodes) in one process"
     )
-    la.add_argument("session", choices=["train", "inference", "display", "deploy"])
+    la.add_argument(
+        "session", choices=["train", "inference", "display", "deploy", "calibrate"]
+    )
     la.add_argument("arguments", nargs="*", metavar="name:=value")
     la.set_defaults(func=commands["launch"])
 

@@ -248,7 +248,7 @@ class Collector:
     def measurements(self) -> Measurements:
         t = self.taken
         return Measurements(np.array(t.q), np.array(t.position), np.array(t.quaternion),
-                            np.zeros(len(t.q), int))
+                            np.zeros(len(t.q), int), self.config.frame_id)
 
 
 def progress_bar(progress: dict, width: int = 30) -> str:

@@ -1,7 +1,16 @@
 """The simulated arm when it is not the model's: the driver moves a "true" arm (another URDF
-than the model's, calibration/true_arm.py; with physics options when ArmSim takes them) while
-the bridge above it keeps the model's joint names and limits, as with a real arm whose URDF is
-a little wrong. ``tool_pose`` is where PyBullet puts the true tool: what a tracker sees."""
+than the model's, calibration/true_arm.py) while the bridge above it keeps the model's joint
+names and limits, as with a real arm whose URDF is a little wrong. ``tool_pose`` is where
+PyBullet puts the true tool: what a tracker sees.
+
+With ``stiffness`` (N·m/rad; ArmSim's soft joints) the joints are soft servos, live: a joint
+held at goal ``g`` settles where its spring balances gravity, ``q = g - tau(q) / K`` (tau:
+PyBullet's own holding torques at ``q``), while its encoder, on the motor's side of the spring,
+reads ``q + tau(q) / K``, the goal. So the joints read back are the ones commanded and the tool
+sags by what the load bends: the pose-dependent error a calibration must learn. The goal given
+to PyBullet's position control is that balance point (a few fixed-point rounds), so the physics
+stays the stable one of a rigid arm while the arm ends where a soft one would.
+"""
 
 from __future__ import annotations
 
@@ -57,6 +66,27 @@ class TrueArmDriver(PyBulletDriver):
                 raise DriverError(f"pybullet: {err}") from None
             return p, q, time.monotonic()
 
+    # -- soft joints (stiffness): a spring between the motor and the link ------------------------
+    def _bend(self, q) -> np.ndarray:
+        """How far the load bends each joint at link angles ``q``: tau(q) / K."""
+        return self.sim.gravity_torques(q)[0] / self.sim.stiffness
+
+    def write(self, q) -> None:
+        with self._lock:
+            sim = self._live()
+            if getattr(sim, "stiffness", None) is None:
+                return sim.command(q)
+            goal = np.asarray(q, float)
+            link = goal.copy()
+            for _ in range(3):  # q = g - tau(q) / K, by fixed-point rounds
+                link = goal - self._bend(link)
+            sim.command(np.clip(link, self.arm.lower - 0.1, self.arm.upper + 0.1))
+
+    def _read(self) -> np.ndarray:
+        q = super()._read()
+        sim = self._live()
+        return q if getattr(sim, "stiffness", None) is None else q + self._bend(q)
+
     def describe(self) -> str:
-        extra = "".join(f", {k}={v}" for k, v in self.sim_options.items())
+        extra = "".join(f", {k} {v}" for k, v in self.sim_options.items())
         return f"pybullet (true arm {self.sim_arm.source}{extra})"

@@ -14,7 +14,7 @@ stamp counts as now).
 
 With the PyBullet driver, ``sim_urdf`` makes the simulated arm another URDF than the model's (a
 "true" arm, calibration/true_arm.py) and ``sim_stiffness`` turns on soft joints that sag under
-gravity (when this PyBullet arm has them); ``~/true_tool_pose`` (PoseStamped) is then where the
+gravity (hardware/true_arm_driver.py); ``~/true_tool_pose`` (PoseStamped) is then where the
 simulated tool really is, what a tracker sees (nodes/tracker_node.py).
 """
 
@@ -70,7 +70,7 @@ class ArmNode(Node):
         sim_urdf = declare(self, "sim_urdf", "", "pybullet: the arm simulated, when not the "
                            "model's (a URDF path or a built-in name; '' = robot)", **ro)
         stiffness = declare(self, "sim_stiffness", 0.0, "pybullet: soft joints that sag under "
-                            "gravity, this stiff (0 = rigid)", lo=0.0, hi=1e9, **ro)
+                            "gravity, this stiff (N m/rad; 0 = rigid)", lo=0.0, hi=1e9, **ro)
         self.marker_every = declare(self, "marker_period", 0.1, "seconds between marker updates",
                                     lo=0.01, hi=10.0)
         live_parameters(self, {"marker_period": "marker_every"})

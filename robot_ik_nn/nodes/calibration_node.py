@@ -18,8 +18,10 @@ nothing half-done.
 
 from __future__ import annotations
 
-import inspect
+import os
+import shutil
 import sys
+from pathlib import Path
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
@@ -30,6 +32,8 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..calibration import session as S
+from ..calibration.folder import calibrate
+from ..calibration.measurements import to_csv
 from ..calibration.poses import MoveGate, Workspace, plan_poses, visiting_order
 from ..ik.solver import Solver
 from .common import READINGS, RELIABLE, declare, duration_msg, now_seconds, spin_node, status
@@ -79,12 +83,6 @@ class CalibrationNode(Node):
                                "to write) are required")
         if self.frame not in ("unknown", "base"):
             raise RuntimeError(f"frame must be unknown or base, not {self.frame!r}")
-        from ..calibration.folder import calibrate
-
-        self.calibrate = calibrate
-        if self.frame == "unknown" and "frame" not in inspect.signature(calibrate).parameters:
-            raise RuntimeError("this calibrate cannot estimate the tracker's frame: give "
-                               "frame:=base with poses in the arm's base frame")
         self.model = model
         self.solver = Solver.load(model)
         self.names = self.solver.arm.joint_names
@@ -142,9 +140,14 @@ class CalibrationNode(Node):
         return response
 
     def on_resume(self, _request, response):
-        self.arm_resume.call_async(Trigger.Request())
-        if self.collector is not None:
-            self.collector.resume()
+        def go_on(_future=None):  # after the arm's resume: a move sent before it is refused
+            if self.collector is not None:
+                self.collector.resume()
+
+        if self.arm_resume.service_is_ready():
+            self.arm_resume.call_async(Trigger.Request()).add_done_callback(go_on)
+        else:  # an arm without the service: nothing to wait for
+            go_on()
         response.success, response.message = True, "going on from the pose it was on"
         return response
 
@@ -189,15 +192,26 @@ class CalibrationNode(Node):
     def _fit(self) -> None:
         m = self.collector.measurements()
         self._report(force=True, message=f"fitting {len(m)} measured poses")
-        from ..calibration.measurements import to_csv
-
-        options = {"frame": self.frame} if self.frame == "unknown" else {}
+        out = Path(self.out)
+        if out.exists() and not self.force:
+            return self._end(1, f"calibration refused: {out} exists (force:=true replaces it)")
+        # written beside out and moved there only if no Ctrl-C came during the fit (rclpy's
+        # handler ends the context and lets the callback finish)
+        work = out.with_name(f".{out.name}.{os.getpid()}.fit")
         try:
-            summary = self.calibrate(self.model, to_csv(m, self.names), self.out,
-                                     noise_mm=self.noise[0], noise_deg=self.noise[1],
-                                     force=self.force, say=self.get_logger().info, **options)
+            summary = calibrate(self.model, to_csv(m, self.names), work,
+                                noise_mm=self.noise[0], noise_deg=self.noise[1], force=True,
+                                say=self.get_logger().info, frame=self.frame)
+            if not self.context.ok():
+                shutil.rmtree(work)
+                return self._end(130, "stopped (Ctrl-C) during the fit; nothing written")
+            if out.exists():
+                shutil.rmtree(out)
+            work.rename(out)
         except ValueError as err:  # refused: the reason, nothing written
             return self._end(1, f"calibration refused: {err}")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
         cv = summary["cross_validation"]
         self._end(0, f"wrote {self.out}: held-out tool error {cv['nominal_mm_median']:.3f} mm "
                   f"(nominal) -> {cv['calibrated_mm_median']:.3f} mm (calibrated), median, "
