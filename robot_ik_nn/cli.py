@@ -399,6 +399,8 @@ def cmd_calibrate(args) -> int:
         f"the tool is {cv['calibrated_mm_median']:.3f} mm from its measured place (median), "
         f"{cv['nominal_mm_median']:.3f} mm with the nominal URDF. Report: {args.out}/report.md"
     )
+        sag=not args.rigid,
+        payload_kg=args.payload_kg,
     return 0
 
 
@@ -410,6 +412,13 @@ def cmd_true_arm(args) -> int:
     from .calibration.measurements import to_csv
     from .calibration.true_arm import perturb
     from .model_dir import atomic_write
+    if summary.get("compliance"):
+        sags = ", ".join(
+            f"{c['joint']} {c['sag_deg_at_largest_load']:.2f} deg"
+            for c in summary["compliance"]
+            if abs(c["sag_deg_at_largest_load"]) >= 0.01
+        )
+        print(f"joints that sag under load (at the largest load measured): {sags or 'none'}")
 
     if args.measure and not args.csv:
         raise ValueError("--measure N writes its rows to --csv FILE: give it")

@@ -300,6 +300,14 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         help="the frame the measured poses are in: the arm's base, or a tracker's frame whose "
         "pose is unknown (eye-to-hand: estimated with the rest)",
     )
+    k.add_argument(
+        "--rigid",
+        action="store_true",
+        help="fit the geometry only, no joint compliance (the pose-dependent sag under load)",
+    )
+    k.add_argument(
+        "--payload-kg", type=float, default=0.0, help="a load carried at the tool (sag model)"
+    )
     k.add_argument("--json", action="store_true", help="the summary as one JSON object")
     k.set_defaults(func=commands["calibrate"])
 

@@ -25,12 +25,16 @@ from scipy.optimize import least_squares
 from scipy.spatial.transform import Rotation
 
 from ..arm.model import ArmModel
+from . import compliance
 from . import frame as frames
 from .measurements import Measurements
-from .true_arm import joint_frame, set_joint
+from .true_arm import joint_frame
+from .urdf import _path, calibrated_urdf  # noqa: F401 - calibrated_urdf: part of this API
 
 PRIOR = {"origin_m": 0.01, "turn_rad": 0.05, "axis_rad": 0.05}  # the prior's spread
 OUTLIER = 6.0  # residual norms over this many robust sigmas are gross outliers
+SAG_RAD = 0.01  # a compliance's scale (and prior spread): this sag at the joint's largest load
+LOADED = 1e-3  # a joint whose largest load is under this fraction of the largest: no compliance
 
 
 class CalibrationError(ValueError):
@@ -151,10 +155,11 @@ def forward(chain: Chain, q) -> tuple[np.ndarray, np.ndarray]:
     return T[:, :3, 3], T[:, :3, :3]
 
 
-def errors(chain: Chain, m: Measurements, F=None) -> tuple[np.ndarray, np.ndarray]:
+def errors(chain: Chain, m: Measurements, F=None, comp=None) -> tuple[np.ndarray, np.ndarray]:
     """Per pose: position error (m) and rotation error (rad) of ``chain`` against ``m``
-    (``F``: the tracker-from-base transform the measurements are seen through)."""
-    p, R = forward(chain, m.q)
+    (``F``: the tracker-from-base transform the measurements are seen through; ``comp``: the
+    joints' compliance, compliance.Compliance)."""
+    p, R = forward(chain, m.q if comp is None else comp.effective(m.q))
     if F is not None:
         p, R = frames.apply(F, p, R)
     Rm = Rotation.from_quat(m.quaternion).as_matrix()
@@ -181,6 +186,8 @@ class Fit:
     frame: np.ndarray | None = None  # the tracker-from-base transform, when it was estimated
     frame_sigma: np.ndarray | None = None  # its turn (3, rad) and shift (3, m) deviations
     fixed: np.ndarray | None = None  # (size,) bool: parameters held at nominal (the base's)
+    compliance: object | None = None  # compliance.Compliance, when the pose-dependent term was fit
+    compliance_sigma: np.ndarray | None = None  # (n,) rad/N·m
 
 
 def fit(
@@ -191,14 +198,16 @@ def fit(
     names=(),
     frame: str = "base",
     geometry: bool = True,
+    gravity=None,
 ) -> Fit:
     """Robust least squares of the chain's parameters to ``m`` (module docstring).
     ``frame="unknown"``: the poses are in a tracker's frame, estimated with the rest (frame.py);
-    ``geometry=False``: only that frame is fitted, the arm kept nominal."""
+    ``geometry=False``: only that frame is fitted, the arm kept nominal; ``gravity`` (a
+    compliance.Gravity): each loaded joint's compliance is fitted too (compliance.py)."""
     if frame not in frames.FRAMES:
         raise CalibrationError(f"frame must be one of {', '.join(frames.FRAMES)}; got {frame!r}")
     with _one_blas_thread():  # small matrices; threads that spin for the CPU slow it tenfold
-        return _fit(chain, m, noise_m, noise_rad, names, frame == "unknown", geometry)
+        return _fit(chain, m, noise_m, noise_rad, names, frame == "unknown", geometry, gravity)
 
 
 def _one_blas_thread():
@@ -211,11 +220,17 @@ def _one_blas_thread():
     return threadpool_limits(1)
 
 
-def _fit(chain, m: Measurements, noise_m, noise_rad, names, unknown_frame, geometry) -> Fit:
+def _fit(chain, m, noise_m, noise_rad, names, unknown_frame, geometry, gravity) -> Fit:
     scales = _scales(chain)
-    size = len(scales)
+    size = n_geo = len(scales)
     free = np.full(size, geometry)
-    F0 = None
+    F0, n = None, len(chain.xyz)
+    if gravity is not None and geometry:  # then each joint's compliance, scaled by its load
+        load = np.abs(compliance.torques(gravity, m.q)).max(0)
+        loaded = load > LOADED * max(load.max(), 1e-12)
+        scales = np.concatenate([scales, np.where(loaded, SAG_RAD / np.maximum(load, 1e-12), 1)])
+        free = np.concatenate([free, loaded])
+        size += n
     if unknown_frame:
         free[:8] = False  # the first joint's placement: the base frame is defined by it
         free[_along_the_first_axis(chain)] = False
@@ -232,8 +247,11 @@ def _fit(chain, m: Measurements, noise_m, noise_rad, names, unknown_frame, geome
 
     def residuals(x, rows):
         theta = full(x)
-        c = moved(chain, theta[:size])
-        p, R = forward(c, m.q[rows])
+        c = moved(chain, theta[:n_geo])
+        q = m.q[rows]
+        if size > n_geo:  # the joints the arm takes: q_cmd + c tau(q), three steps suffice
+            q = _effective(gravity, theta[n_geo:size], q, 3)
+        p, R = forward(c, q)
         if F0 is not None:
             p, R = frames.apply(frames.moved(F0, theta[size:]), p, R)
         Rm = Rotation.from_quat(m.quaternion[rows]).as_matrix()
@@ -272,17 +290,29 @@ def _fit(chain, m: Measurements, noise_m, noise_rad, names, unknown_frame, geome
         sigma[free] = np.inf
     sigma *= scales
     theta = full(final.x)
+    comp = None
+    if size > n_geo:
+        comp = compliance.Compliance(gravity, theta[n_geo:size].copy())
     return Fit(
-        theta[:size],
-        sigma[:size],
+        theta[:n_geo],
+        sigma[:n_geo],
         rows[keep],
         rows[~keep],
-        moved(chain, theta[:size]),
+        moved(chain, theta[:n_geo]),
         list(names),
         None if F0 is None else frames.moved(F0, theta[size:]),
         None if F0 is None else sigma[size:],
-        ~free[:size],
+        ~free[:n_geo],
+        comp,
+        None if comp is None else sigma[n_geo:size],
     )
+
+
+def _effective(gravity, c, q, steps: int) -> np.ndarray:
+    q_eff = q
+    for _ in range(steps):
+        q_eff = q + c * compliance.torques(gravity, q_eff)
+    return q_eff
 
 
 def _along_the_first_axis(chain: Chain) -> list[int]:
@@ -316,6 +346,7 @@ def parameter_names(arm: ArmModel, chain: Chain) -> list[str]:
 def cross_validate(
     chain: Chain, m: Measurements, noise_m, noise_rad, folds: int = 5, seed: int = 0,
     frame: str = "base",
+    gravity=None,
 ) -> dict:
     """Tool-pose errors on poses each fit never saw (k folds), nominal and calibrated. With an
     unknown frame the nominal model is the nominal arm seen through its own best frame."""
@@ -324,7 +355,7 @@ def cross_validate(
     for k in range(folds):
         held = order[k::folds]
         train = m.subset(np.setdiff1d(order, held))
-        f = fit(chain, train, noise_m, noise_rad, frame=frame)
+        f = fit(chain, train, noise_m, noise_rad, frame=frame, gravity=gravity)
         seen_through = None
         if frame == "unknown":
             seen_through = fit(chain, train, noise_m, noise_rad, frame=frame, geometry=False).frame
@@ -332,7 +363,7 @@ def cross_validate(
         pe, re = errors(chain, test, seen_through)
         before_p.append(pe)
         before_r.append(re)
-        pe, re = errors(f.chain, test, f.frame)
+        pe, re = errors(f.chain, test, f.frame, f.compliance)
         after_p.append(pe)
         after_r.append(re)
     bp, br = np.concatenate(before_p), np.concatenate(before_r)
@@ -352,59 +383,7 @@ def cross_validate(
     }
 
 
-def least_poses(chain: Chain, frame: str = "base") -> int:
+def least_poses(chain: Chain, frame: str = "base", sag: bool = False) -> int:
     """The fewest poses worth a fit: twice the parameters' count over a pose's six numbers."""
-    return int(math.ceil(2 * (chain.size + (6 - 8 if frame == "unknown" else 0)) / 6))
-
-
-def calibrated_urdf(arm: ArmModel, chain: Chain, elements) -> str:
-    """The arm's URDF text with the fitted origins written into its joints. A tilted axis is
-    written as the nominal axis in a turned origin, the turn undone in the next joint's origin
-    (R(a', q) = T R(a, q) T^-1 with a' = T a): tools that take only axes along x, y or z
-    (roboticstoolbox's URDF reader) read it right. Only a last joint with nothing after it
-    keeps its tilted axis."""
-    root = ET.fromstring(arm.urdf_text)
-    fitted = {elements[k].get("name"): k for k in range(len(chain.xyz))}
-    tip_name = elements[-1].get("name") if chain.tip_joint is not None else None
-    carry = np.eye(4)  # the turn still to undo, in the frame after the last movable joint
-    path = _path(arm, root)
-    for i, joint in enumerate(path):
-        name = joint.get("name")
-        if name in fitted:
-            k = fitted[name]
-            origin = carry @ _matrix(chain.xyz[k], chain.R[k])
-            nominal_axis = joint_frame(joint)[2]
-            turn = _turn(nominal_axis, chain.axis[k])
-            if i == len(path) - 1:  # nothing after it to take the turn back
-                set_joint(joint, origin[:3, 3], origin[:3, :3], chain.axis[k])
-                carry = np.eye(4)
-                continue
-            origin = origin @ turn
-            set_joint(joint, origin[:3, 3], origin[:3, :3], nominal_axis)
-            carry = turn.T
-        else:
-            own = chain.tip_joint if name == tip_name else _matrix(*joint_frame(joint)[:2])
-            origin = carry @ own
-            set_joint(joint, origin[:3, 3], origin[:3, :3], None)
-            carry = np.eye(4)
-    return ET.tostring(root, encoding="unicode")
-
-
-def _path(arm: ArmModel, root) -> list:
-    """The URDF joint elements from the base down to the tip."""
-    by_child = {j.find("child").get("link"): j for j in root.iter("joint")}
-    path, link = [], arm.tip
-    while link != arm.base:
-        path.append(by_child[link])
-        link = by_child[link].find("parent").get("link")
-    return path[::-1]
-
-
-def _turn(a, b) -> np.ndarray:
-    """The smallest rotation (4x4) taking unit vector ``a`` to ``b``."""
-    axis = np.cross(a, b)
-    T = np.eye(4)
-    if np.linalg.norm(axis) > 1e-15:
-        angle = math.atan2(np.linalg.norm(axis), float(a @ b))
-        T[:3, :3] = Rotation.from_rotvec(axis / np.linalg.norm(axis) * angle).as_matrix()
-    return T
+    size = chain.size + (6 - 8 if frame == "unknown" else 0) + (len(chain.xyz) if sag else 0)
+    return int(math.ceil(2 * size / 6))

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import model_dir
 from ..arm.model import ArmModel
+from . import compliance
 from . import fit as F
 from . import frame as frames
 from .measurements import read_csv
@@ -38,8 +39,15 @@ def calibrate(
     force: bool = False,
     say=None,
     frame: str = "base",
+    sag: bool = True,
+    payload_kg: float = 0.0,
 ) -> dict:
     """Fit, check and write the calibrated folder ``out``; returns the summary.
+
+    ``sag``: fit each loaded joint's compliance too (the pose-dependent term, compliance.py:
+    gravity's torque from the URDF's inertials, plus ``payload_kg`` at the tool); kept, and
+    written as compliance.json, only where the poses show it (an arm that does not sag gets a
+    rigid folder).
 
     ``frame="unknown"``: the measured poses are in a tracker's frame whose pose relative to the
     arm's base is not known (eye-to-hand); it is estimated with the rest (frame.py), written
@@ -61,7 +69,10 @@ def calibrate(
     arm = folder.arm
     m = read_csv(measurements, arm.joint_names)
     chain, elements = F.chain_of(arm)
-    need = F.least_poses(chain, frame)
+    gravity = compliance.gravity_model(arm, payload_kg) if sag else None
+    if gravity is not None and not gravity.mass.sum() > 0:
+        gravity = None  # a URDF without inertials says nothing of loads
+    need = F.least_poses(chain, frame)  # a compliance adds at most one per loaded joint
     if len(m) < need:
         raise F.CalibrationError(
             f"{len(m)} measured poses cannot determine {chain.size} parameters: at least {need} "
@@ -69,9 +80,14 @@ def calibrate(
         )
     noise_m, noise_rad = noise_mm / 1000.0, math.radians(noise_deg)
     say(f"fitting {chain.size} parameters to {len(m)} poses")
-    result = F.fit(chain, m, noise_m, noise_rad, F.parameter_names(arm, chain), frame)
+    names = F.parameter_names(arm, chain)
+    result = F.fit(chain, m, noise_m, noise_rad, names, frame, gravity=gravity)
+    if result.compliance is not None and not _sags(result, m):
+        say("no joint sags beyond the noise: a rigid fit")
+        gravity = None
+        result = F.fit(chain, m, noise_m, noise_rad, names, frame)
     say("cross-validating")
-    cv = F.cross_validate(chain, m, noise_m, noise_rad, frame=frame)
+    cv = F.cross_validate(chain, m, noise_m, noise_rad, frame=frame, gravity=gravity)
     if frame == "unknown" and cv["calibrated_mm_median"] > UNEXPLAINED * noise_mm:
         raise F.CalibrationError(
             f"the tracker frame{' ' + repr(m.frame) if m.frame else ''} does not match the arm: "
@@ -100,20 +116,50 @@ def calibrate(
     calibrated = ArmModel(
         text, source=str(out / model_dir.URDF), base=arm.base, tip=arm.tip, name=arm.name
     )
-    _check_served_exactly(calibrated, result.chain, m.q)
+    _check_served_exactly(calibrated, result.chain, m.q, result.compliance)
     summary = _summary(arm, calibrated, m, result, cv, noise_mm, noise_deg, source)
     if result.frame is not None:
         summary["frame"] = frames.describe(result.frame, result.frame_sigma, m.frame)
-    _write(folder, out, calibrated, summary, force)
+    if result.compliance is not None:
+        summary["compliance"] = _compliance_summary(arm, m, result)
+    _write(folder, out, calibrated, summary, force, result.compliance)
     return summary
 
 
-def _check_served_exactly(calibrated: ArmModel, chain, q) -> None:
-    """The calibrated URDF, as the compiled solver reads it, gives the fitted poses."""
-    from ..ik.solver import Solver
+def _sags(result, m) -> bool:
+    """Whether some joint's fitted compliance is both determined (4 sigma) and felt (its sag at
+    the largest load in the poses over 0.01 deg)."""
+    comp, sigma = result.compliance, result.compliance_sigma
+    load = np.abs(compliance.torques(comp.gravity, m.q)).max(0)
+    felt = np.abs(comp.c) * load > math.radians(0.01)
+    return bool(np.any((np.abs(comp.c) > 4 * sigma) & felt))
 
-    p, R = Solver(calibrated).forward(q)
-    fp, fR = F.forward(chain, q)
+
+def _compliance_summary(arm, m, result) -> list:
+    comp = result.compliance
+    load = np.abs(compliance.torques(comp.gravity, m.q)).max(0)
+    return [
+        {
+            "joint": name,
+            "c_rad_per_Nm": float(c),
+            "sigma_rad_per_Nm": float(s),
+            "largest_load_Nm": float(t),
+            "sag_deg_at_largest_load": float(np.degrees(c * t)),
+        }
+        for name, c, s, t in zip(arm.joint_names, comp.c, result.compliance_sigma, load)
+    ]
+
+
+def _check_served_exactly(calibrated: ArmModel, chain, q, comp=None) -> None:
+    """The calibrated URDF (and compliance), as the solver serves them, give the fitted poses."""
+    from ..ik.solver import Solver
+    from .served import CompliantSolver
+
+    solver = Solver(calibrated)
+    if comp is not None:
+        solver = CompliantSolver.over(solver, comp)
+    p, R = solver.forward(q)
+    fp, fR = F.forward(chain, q if comp is None else comp.effective(q))
     gap = max(np.abs(p - fp).max(), np.abs(R - fR).max())
     if gap > 1e-9:
         raise RuntimeError(
@@ -155,7 +201,7 @@ def _summary(arm, calibrated, m, result, cv, noise_mm, noise_deg, source) -> dic
     }
 
 
-def _write(folder, out: Path, calibrated: ArmModel, summary: dict, force: bool) -> None:
+def _write(folder, out: Path, calibrated: ArmModel, summary: dict, force: bool, comp) -> None:
     meta = dict(folder.meta)
     meshes = folder.meta.get("urdf_source") or str(folder.arm.source)  # where meshes are found
     meta.update(calibrated.describe())
@@ -172,12 +218,17 @@ def _write(folder, out: Path, calibrated: ArmModel, summary: dict, force: bool) 
     }
     if "frame" in summary:
         meta["calibration"]["frame"] = summary["frame"]
+    if comp is not None:
+        meta["calibration"]["compliance"] = compliance.FILE
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         shutil.copyfile(folder.path / model_dir.WEIGHTS, work / model_dir.WEIGHTS)
         (work / model_dir.URDF).write_text(calibrated.urdf_text)
         (work / "calibration.json").write_text(json.dumps(summary, indent=2) + "\n")
+        if comp is not None:  # what the solver reads (calibration/served.py)
+            record = comp.to_dict(calibrated.joint_names)
+            (work / compliance.FILE).write_text(json.dumps(record, indent=2) + "\n")
         (work / model_dir.REPORT).write_text(report(summary))
         png = _picture(summary)
         if png is not None:
@@ -229,6 +280,21 @@ def report(s: dict) -> str:
             "so its uncertainty there is the prior's. Give the solver targets measured by the "
             "tracker through this transform (robot_ik_nn.calibration.frame.to_base).",
         ]
+    if "compliance" in s:
+        lines += [
+            "",
+            "Joint compliance (the pose-dependent term: each joint sags by its compliance times "
+            "gravity's torque about it; served: the solver answers joints to command):",
+            "",
+            "| joint | compliance (rad/N m) | 1 sigma | largest load (N m) | sag there (deg) |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {c['joint']} | {c['c_rad_per_Nm']:.3g} | {c['sigma_rad_per_Nm']:.2g} | "
+            f"{c['largest_load_Nm']:.3f} | {c['sag_deg_at_largest_load']:.3f} |"
+            for c in s["compliance"]
+        ]
+        lines.append("")
     lines += ["| parameter | value | uncertainty (1 sigma) | |", "|---|---|---|---|"]
     for p in s["parameters"]:
         lines.append(

@@ -84,8 +84,19 @@ class ArmSim:
         gravity: float = -9.81,
         base: str | None = None,
         tip: str | None = None,
+        stiffness=None,
     ):
+        """``stiffness`` (N·m/rad, or N/m for a prismatic joint; one value or one per joint,
+        ``inf`` for a rigid joint): the soft-joint physics of :meth:`forward_held`, where each
+        joint is held by a finite-stiffness PD torque loop under gravity, so a loaded joint sags
+        by its load over its stiffness, as a soft servo does. None: rigid joints only."""
         self.arm = arm if isinstance(arm, ArmModel) else ArmModel.load(arm, base=base, tip=tip)
+        self.stiffness = None
+        if stiffness is not None:
+            k = np.broadcast_to(np.asarray(stiffness, float), (self.arm.dof,)).copy()
+            if np.any(np.isnan(k)) or np.any(k <= 0):
+                raise ValueError(f"stiffness must be above 0 (inf: rigid); got {k.tolist()}")
+            self.stiffness = k
         self.time_step = float(time_step)
         self.client = pb.connect(pb.GUI if gui else pb.DIRECT)
         if self.client < 0:
@@ -167,6 +178,94 @@ class ArmSim:
                 pb.resetJointState(self.body, index, float(value), **self._pb_kwargs)
             pos[k], quat[k] = self.end_effector_pose()
         return pos.reshape(*q.shape[:-1], 3), quat.reshape(*q.shape[:-1], 4)
+
+    # -- soft joints under gravity (opt in: ArmSim(arm, stiffness=...)) ------------------------
+    def _movable(self) -> list[int]:
+        return [
+            i
+            for i in range(pb.getNumJoints(self.body, **self._pb_kwargs))
+            if pb.getJointInfo(self.body, i, **self._pb_kwargs)[2] != pb.JOINT_FIXED
+        ]
+
+    def gravity_torques(self, q) -> np.ndarray:
+        """PyBullet's own holding torques (inverse dynamics at rest) at joints ``q`` (N, dof):
+        what each joint's motor must give to hold the arm still against gravity."""
+        movable = self._movable()
+        slot = [movable.index(i) for i in self.joint_indices]
+        q = np.atleast_2d(np.asarray(q, float))
+        out = np.empty_like(q)
+        for b, row in enumerate(q):
+            full = [0.0] * len(movable)
+            for s_, v in zip(slot, row):
+                full[s_] = float(v)
+            zero = [0.0] * len(movable)
+            tau = pb.calculateInverseDynamics(self.body, full, zero, zero, **self._pb_kwargs)
+            out[b] = [tau[s_] for s_ in slot]
+        return out
+
+    def forward_held(
+        self, q, seconds: float = 5.0, from_statics: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Where the tool settles when each row of ``q`` (N, dof) is commanded and the joints
+        are held by their stiffness under gravity (physics stepped until the arm is still).
+        Returns positions (N, 3), quaternions (N, 4) and the joints the arm took (N, dof).
+
+        ``from_statics``: each settle starts where PyBullet's own inverse dynamics put the
+        balance ``k (q_cmd - q) = load(q)`` (a few fixed-point steps) rather than at ``q_cmd``:
+        the same rest (the physics must still come to rest there, |velocity| < 1e-8 rad/s),
+        reached in tens of steps instead of thousands."""
+        if self.stiffness is None:
+            raise ValueError(
+                "forward_held needs the soft-joint physics: ArmSim(arm, stiffness=...)"
+            )
+        q = np.atleast_2d(np.asarray(q, float))
+        soft = np.isfinite(self.stiffness)
+        idx = [i for i, s_ in zip(self.joint_indices, soft) if s_]
+        K = self.stiffness[soft]
+        movable = self._movable()
+        slot = [movable.index(i) for i in idx]
+        pos, quat, took = np.empty((len(q), 3)), np.empty((len(q), 4)), np.empty_like(q)
+        kw = self._pb_kwargs
+        try:
+            for b, row in enumerate(self._checked_rows(q)):
+                start = row.copy()
+                for _ in range(6 if from_statics and idx else 0):
+                    start[soft] = row[soft] - self.gravity_torques(start)[0][soft] / K
+                for index, value in zip(self.joint_indices, start):
+                    pb.resetJointState(self.body, index, float(value), 0.0, **kw)
+                self.command(row)  # the rigid joints: held by position control
+                target = row[soft]
+                if idx:
+                    pb.setJointMotorControlArray(
+                        self.body, idx, pb.VELOCITY_CONTROL, forces=[0.0] * len(idx), **kw
+                    )
+                    full = [s[0] for s in pb.getJointStates(self.body, movable, **kw)]
+                    M = np.array(pb.calculateMassMatrix(self.body, full, **kw))
+                    inertia = np.diag(M)[slot]
+                    omega = np.sqrt(K / inertia)
+                    dt = min(self.time_step, 0.02 / omega.max())  # 0.2: unstable (measured)
+                    D = 2.0 * np.sqrt(K * inertia)  # each joint critically damped on its own
+                    pb.setTimeStep(dt, **kw)
+                    for step in range(int(seconds / dt)):
+                        states = pb.getJointStates(self.body, idx, **kw)
+                        qs = np.array([s[0] for s in states])
+                        vs = np.array([s[1] for s in states])
+                        if step > 10 and np.abs(vs).max() < 1e-8:
+                            break
+                        tau = K * (target - qs) - D * vs
+                        pb.setJointMotorControlArray(
+                            self.body, idx, pb.TORQUE_CONTROL, forces=tau.tolist(), **kw
+                        )
+                        pb.stepSimulation(**kw)
+                took[b] = self.get_joints()
+                pos[b], quat[b] = self.end_effector_pose()
+        finally:
+            pb.setTimeStep(self.time_step, **kw)
+            self.command(self.get_joints())  # back to position control where the arm is
+        return pos, quat, took
+
+    def _checked_rows(self, q) -> np.ndarray:
+        return np.array([self._check(row) for row in q])
 
     # -- collisions ----------------------------------------------------------------------------
     def _adjacent_pairs(self) -> set[tuple[int, int]]:

@@ -20,6 +20,7 @@ def measure(
     seed: int = 0,
     tracker_pose=None,
     frame: str = "tracker",
+    stiffness=None,
 ) -> Measurements:
     """Measured tool poses of ``true_arm`` (an ArmModel) at joints ``q`` (N, dof): Gaussian
     noise (``noise_mm`` per axis, ``noise_deg`` about a random axis), and a fraction
@@ -27,13 +28,20 @@ def measure(
 
     ``tracker_pose`` ((x, y, z), (roll, pitch, yaw)): the tracker's pose in the arm's base frame
     (m, rad; a camera mounted somewhere in the room); the poses are then given in its frame,
-    named ``frame``. None: in the base frame."""
+    named ``frame``. None: in the base frame.
+
+    ``stiffness`` (N·m/rad, one or per joint, ``inf``: rigid): a physics-on true arm whose
+    joints are held by that stiffness under gravity (ArmSim.forward_held): each row is
+    commanded, the arm settles, sagging by its load, and the tool is read there."""
     from scipy.spatial.transform import Rotation
 
     rng = np.random.default_rng(seed)
     q = np.atleast_2d(np.asarray(q, float))
-    with ArmSim(true_arm) as sim:
-        position, quaternion = sim.forward(q)
+    with ArmSim(true_arm, stiffness=stiffness) as sim:
+        if stiffness is None:
+            position, quaternion = sim.forward(q)
+        else:
+            position, quaternion, _ = sim.forward_held(q)
     name = ""
     if tracker_pose is not None:  # seen from the tracker: base-to-tracker, inverted
         xyz, rpy = (np.asarray(v, float).reshape(3) for v in tracker_pose)
@@ -48,3 +56,15 @@ def measure(
     u = rng.normal(size=(int(bad.sum()), 3))
     position[bad] += u / np.linalg.norm(u, axis=1)[:, None] * rng.uniform(*outlier_m, (len(u), 1))
     return Measurements(q, position, quaternion, np.zeros(len(q), int), name)
+
+
+def sag_stiffness(arm, sag_deg: float = 0.3, loaded: float = 0.05, samples: int = 300, seed=0):
+    """Per joint stiffness (N·m/rad) under which each loaded joint of ``arm`` sags by
+    ``sag_deg`` at the largest gravity load PyBullet finds over ``samples`` random poses within
+    the limits; a joint whose largest load is under ``loaded`` times the arm's largest is
+    rigid (inf). For true arms in simulation: a soft-servo arm's sag, measured, not modelled."""
+    q = np.random.default_rng(seed).uniform(arm.lower, arm.upper, (samples, arm.dof))
+    with ArmSim(arm) as sim:
+        load = np.abs(sim.gravity_torques(q)).max(0)
+    soft = load >= loaded * load.max()
+    return np.where(soft, load / np.radians(sag_deg), np.inf)

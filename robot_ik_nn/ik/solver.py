@@ -136,15 +136,20 @@ class Solver:
             )
             solver.backend, solver._torch = "torch", model_dir.load(folder.path, folder.arm).net
             solver._outside = True
-            return solver
-        return cls(
-            folder.arm,
-            network,
-            settings,
-            backend=backend,
-            onnx_path=onnx,
-            network_config=folder.meta["network"],
-        )
+        else:
+            solver = cls(
+                folder.arm,
+                network,
+                settings,
+                backend=backend,
+                onnx_path=onnx,
+                network_config=folder.meta["network"],
+            )
+        # -- calibration (calibration/served.py): a folder with a fitted joint compliance
+        # answers joints TO COMMAND on the sagging arm; without one, the solver as it is
+        from ..calibration.served import serving
+
+        return serving(solver, folder.path)
 
     def with_settings(self, **changes) -> "Solver":
         """The same arm and network with some settings changed."""
@@ -160,7 +165,7 @@ class Solver:
 
     def _rebuilt(self, **attrs) -> "Solver":
         """A copy of this solver with ``attrs`` replaced and its kernel buffers built again."""
-        other = object.__new__(Solver)
+        other = object.__new__(type(self))  # a calibrated arm's CompliantSolver stays one
         other.__dict__.update(self.__dict__)
         other.__dict__.update(attrs)
         other._build()
