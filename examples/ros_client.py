@@ -34,8 +34,8 @@ targets = node.create_publisher(PoseStamped, "/inference_node/target_pose", 10)
 
 def call(service):  # a std_srvs/Trigger service of the arm node: resume or stop
     client = node.create_client(Trigger, service)
-    if not client.wait_for_service(timeout_sec=10.0):
-        sys.exit(f"{service} is not offered: is the arm node running?")
+    if not client.wait_for_service(timeout_sec=60.0):  # a node just started may take a while
+        sys.exit(f"{service} was not offered in 60 s: is the arm node running?")
     future = client.call_async(Trigger.Request())
     rclpy.spin_until_future_complete(node, future, timeout_sec=10.0)
     print(service, "->", future.result().message)

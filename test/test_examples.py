@@ -70,6 +70,17 @@ def fk():
         yield oracle
 
 
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """A Niryo One model folder with an untrained network, made in a moment: the examples that
+    need a folder get one without training (the answers come from refinement either way)."""
+    from robot_ik_nn import model_dir
+    from robot_ik_nn.learn.network import IKNet, NetConfig
+
+    out = tmp_path_factory.mktemp("models") / "niryo_one"
+    return model_dir.save(out, IKNet(NetConfig(dof=NIRYO.dof, hidden=[16]), NIRYO), NIRYO)
+
+
 def test_solve_one(fk):
     out = run("solve_one.py")
     target = constants("solve_one.py")
@@ -154,9 +165,8 @@ def test_several_answers_keep_clear_of_the_obstacles_and_the_arm(fk):
         pb.removeBody(table, physicsClientId=client)
 
 
-@pytest.mark.slow
-def test_export_and_load_serves_the_archive_elsewhere(fk, niryo_model):
-    out = run("export_and_load.py", str(niryo_model))
+def test_export_and_load_serves_the_archive_elsewhere(fk, model):
+    out = run("export_and_load.py", str(model))
     assert "archive: model.tar.gz" in out and "arm: niryo_one" in out, out
     assert "status: solved" in out, out
     assert_reaches(fk, joints_after("joints (rad):", out), [0.25, 0.0, 0.20],
@@ -170,16 +180,21 @@ def test_export_and_load_names_a_folder_that_is_not_a_model(tmp_path):
 
 
 @pytest.mark.ros
-@pytest.mark.slow
-def test_ros_client_resumes_sends_a_target_and_stops(fk, niryo_model):
+def test_ros_client_resumes_sends_a_target_and_stops(fk, model):
     """The arm node (PyBullet driver, nothing moves before ~/resume) and the inference node, each
     in its own process; the example resumes the arm, sends a target over DDS, prints the command
     it got back and stops the arm, all without the ros2 command line."""
-    from ros_helpers import node_process, stop
+    from geometry_msgs.msg import PoseStamped
+    from ros_helpers import Probe, node_process, stop
 
     arm = node_process("arm_node", {"driver": "pybullet"})
-    inference = node_process("inference_node", {"model_dir": str(niryo_model)})
-    try:
+    inference = node_process("inference_node", {"model_dir": str(model)})
+    probe = Probe("examples_probe")
+    try:  # a user starts the client once the nodes are up: a first compile may take minutes
+        targets = probe.node.create_publisher(PoseStamped, "/inference_node/target_pose", 10)
+        probe.wait_for(lambda: targets.get_subscription_count() >= 1, 600, "the inference node")
+        probe.wait_for(lambda: "/arm_node/resume" in dict(
+            probe.node.get_service_names_and_types()), 600, "the arm node's ~/resume")
         xyz, quat = [0.22, 0.05, 0.25], [0.0, 0.7071068, 0.0, 0.7071068]
         out = run("ros_client.py", "--resume", "--stop", "--xyz", *map(str, xyz),
                   "--quat", *map(str, quat), timeout=240)
@@ -187,6 +202,7 @@ def test_ros_client_resumes_sends_a_target_and_stops(fk, niryo_model):
         assert "status: solved" in out, out
         assert_reaches(fk, joints_after("joints (rad):", out), xyz, quat)
     finally:
+        probe.close()
         print(stop(inference)[-2000:], stop(arm)[-2000:])
 
 
