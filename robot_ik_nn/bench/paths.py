@@ -27,6 +27,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from ..arm.rotations import matrix_to_quaternion
+from ..ik.path import walk_samples
 from .measure import judge, one_cpu
 
 JUMP = 0.2  # rad: a step of any joint over this between two answers is a jump
@@ -108,7 +109,9 @@ def measure(model, paths: int, targets: int = 1000, network: bool = False, say=N
     shown = _bar(paths, f"tracking paths ({arm.name})") if bar else None
     rows = []
     q0, P0, R0 = spline_path(arm, solver.forward, 0, 20)  # compiled before anything is timed
-    solver.solve(P0[1], matrix_to_quaternion(R0[1]) if pose else None, current=q0[0])
+    Q0 = matrix_to_quaternion(R0) if pose else None
+    solver.solve(P0[1], None if Q0 is None else Q0[1], current=q0[0])
+    walk_samples(solver, P0, Q0, [1, 2], q0[:2], 0.2)  # the planner's compiled walk
     with one_cpu():  # the stream and the whole path on one CPU, as on a robot's computer
         for seed in range(paths):
             q_path, P, R = spline_path(arm, solver.forward, 1000 + seed, targets)

@@ -47,8 +47,9 @@ REVOLUTE, CONTINUOUS, PRISMATIC = 0.0, 1.0, 2.0
     FAR_PATIENCE,
     RNG_LO,
     RNG_HI,
+    TRACK_LIMITS,
     CFG,
-) = range(24)
+) = range(25)
 TWO_PI = 2.0 * math.pi
 
 
@@ -103,6 +104,7 @@ def pack_cfg(settings, arm, needs_orientation: bool, use_network: bool) -> np.nd
     cfg[FAR_RESTARTS], cfg[FAR_ITERS] = s.far_restarts, s.far_iterations
     cfg[FAR_POLISH], cfg[FAR_PATIENCE] = s.far_polish, s.far_patience
     cfg[RNG_LO], cfg[RNG_HI] = s.rng_seed % 2**32, s.rng_seed // 2**32  # exact in float64
+    cfg[TRACK_LIMITS] = s.track_limits
     return cfg
 
 

@@ -9,13 +9,17 @@ path crosses a singular pose (a wrist held straight) two branches of answers mee
 may leave on the one that later ends at a limit. Given the whole path, this plans instead:
 
 1. Track from ``start`` target by target. Without a step over ``max_step``, that is the answer.
+   On an arm with self-motion, the streams with the self-motion weighed otherwise
+   (``STREAM_WEIGHTS``, IKSettings.track_limits) next: a stream costs a few milliseconds, a plan
+   up to a second.
 2. On an arm with self-motion, sample it: at the first target and every ``every`` targets after
    it, the answers with one joint (``joint``; by default the third, then each other in turn
    until a way is found: where the held joint's value folds back along the self-motion, a
    stretch is cut short) held at values ``spacing`` apart, walked outwards from the tracked
    answers (each refined from the last, so one stretch of self-motion at a time).
-   Every sample is tracked on to the next target, all in one batch call per target; a sample
-   that misses its target or steps over ``max_step`` ends there.
+   Every sample is walked on target by target, a stretch between two samplings in one compiled
+   call (kernel.walk); a sample that misses its target, steps over ``max_step`` or collides
+   ends there.
    The cheapest way through these layers from ``start`` to the last target (dynamic
    programming: a step over ``max_step`` is forbidden, each step costs its squared joint
    distance).
@@ -36,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
+from . import kernel
 from .inputs import joints, rows
 from .layout import HI, LO, parts
 
@@ -98,6 +103,14 @@ def solve_path(
     step, at = _largest_step(start, q)
     planned = False
     jumps = step > max_step and solved.all()
+    for weight in STREAM_WEIGHTS if jumps and n_dof > task else ():
+        if weight == solver.settings.track_limits:
+            continue  # another stream, the self-motion weighed otherwise: as cheap as the first
+        other, done = tracked(solver.with_settings(track_limits=weight), P, Q, start)
+        other_step, other_at = _largest_step(start, other)
+        if done.all() and other_step <= max_step:
+            q, solved, step, at, planned, jumps = other, done, other_step, other_at, True, False
+            break
     planners = {}  # each holds the solvers it rebuilt with its joint held: built once
     for joint in held if jumps and n_dof > task else []:
         planners[joint] = _Planner(solver, P, Q, joint, spacing, max_step)
@@ -119,6 +132,12 @@ def solve_path(
             f"is to target {at}"
         )
     return PathAnswer(q, solved, step, at, planned, reason, time.perf_counter() - started)
+
+
+# The streams tried before planning, by their self-motion weight (IKSettings.track_limits): on 20
+# Panda spline paths the paths that jumped were 6 (0.01), 7 (0.03), 7 (0.1), 17 (0), but not the
+# same ones: 4 jumped in all four, so planning ran on 4 paths instead of 6.
+STREAM_WEIGHTS = (0.01, 0.03, 0.1, 0.0)
 
 
 def tracked(solver, P, Q, start):
@@ -144,7 +163,8 @@ def _largest_step(start, q) -> tuple[float, int]:
 
 class _Planner:
     def __init__(self, solver, P, Q, joint, spacing, max_step):
-        self.fast = solver.with_settings(restarts=0)  # a sample that misses just ends
+        # a sample that misses just ends; samples keep to their own stretch of self-motion
+        self.fast = solver.with_settings(restarts=0, track_limits=0.0)
         self.P, self.Q, self.joint, self.max_step = P, Q, joint, max_step
         lo, hi = solver.arm.lower[joint], solver.arm.upper[joint]
         self.grid = np.arange(lo + 1e-6, hi, spacing)
@@ -169,11 +189,10 @@ class _Planner:
         out = []
         for i, sign in ((i0, 1), (i0 - 1, -1)):
             q = q0
-            while 0 <= i < len(self.grid):
-                answer = self.held(i).solve(self.P[k], self.quat(k), current=q, last=q)
-                if not answer.solved or np.abs(answer.q - q).max() > self.max_step:
+            while 0 <= i < len(self.grid):  # a step each: a miss ends the stretch at once
+                q = walk_samples(self.held(i), self.P, self.Q, [k], q[None], self.max_step)[0, 0]
+                if not np.isfinite(q).all():
                     break
-                q = answer.q
                 out.append(q)
                 i += sign
         return out
@@ -193,36 +212,62 @@ class _Planner:
 
     def plan(self, start, first, every: int) -> np.ndarray | None:
         """Joints for every target, or None when the samples hold no way through.
-        ``first``: the tracked answer to the first target (within ``max_step`` of ``start``)."""
+        ``first``: the tracked answer to the first target (within ``max_step`` of ``start``).
+        Between two marks (``every`` targets apart) each sample is walked on alone, in one
+        compiled call for the stretch (kernel.walk): its way there is itself, one row per
+        target; at a mark the samples of the self-motion through those that arrived are linked
+        to the targets before (the cheapest way to each, within a step)."""
         n, max_step = len(self.P), self.max_step
         layer = self.samples(0, first[None])
         layer, cost = _begin(layer, start, max_step)
-        layers, parents = [layer], []
-        for k in range(1, n):
-            prev = layers[-1]
-            layer = _onward(self.fast, self.P, self.Q, k, prev, max_step)
-            if k % every == 0 and len(layer):
-                layer = self.samples(k, layer)
-            kept, parent, cost = _links(layer, prev, cost, max_step)
+        first_layer, blocks = layer, []
+        a = 0
+        while a < n - 1:
+            b = min(a + every, n - 1)
+            walked = walk_samples(self.fast, self.P, self.Q, range(a + 1, b + 1), layer, max_step)
+            alive = np.flatnonzero(np.all(np.isfinite(walked[-1]), axis=1))
+            way = np.concatenate([layer[alive][None], walked[:, alive]])  # targets a .. b
+            before = cost[alive] + (np.diff(way[:-1], axis=0) ** 2).sum(axis=(0, 2))
+            arrived = way[-1]
+            new = self.samples(b, arrived) if b % every == 0 and len(arrived) else arrived
+            kept, parent, cost = _links(new, way[-2], before, max_step)
             if not len(kept):
                 return None
-            layers.append(layer[kept])
-            parents.append(parent)
-        return _way_back(layers, parents, cost)
-
-
-def _onward(fast, P, Q, k, q, max_step):
-    """Answers ``q`` tracked on to target ``k`` in one batch call (``fast``: no restarts), less
-    those that miss it or step over ``max_step``."""
-    if not len(q):
+            layer = new[kept]
+            blocks.append((a, way[1:-1], alive, parent, layer))
+            a = b
+        if not blocks:  # a path of one target
+            return first_layer[[int(np.argmin(cost))]]
+        q = np.empty((n, first_layer.shape[1]))
+        j = int(np.argmin(cost))
+        for a, way, alive, parent, layer in reversed(blocks):
+            q[a + 1 + len(way)] = layer[j]
+            i = parent[j]
+            q[a + 1 : a + 1 + len(way)] = way[:, i]
+            j = alive[i]
+        q[0] = first_layer[j]
         return q
-    batch = fast.solve_batch(
-        np.repeat(P[k][None], len(q), 0),
-        None if Q is None else np.repeat(Q[k][None], len(q), 0),
-        current=q,
-        warm=q[:, None, :],
-    )
-    return batch.q[batch.solved & (np.abs(batch.q - q).max(axis=1) <= max_step)]
+
+
+def walk_samples(fast, P, Q, ks, q, max_step):
+    """Rows ``q`` (S, dof) tracked through targets ``ks`` (kernel.walk, with ``fast``'s arm and
+    settings): (len(ks), S, dof), NaN from where a sample ended."""
+    ks = np.asarray(ks, dtype=np.int64)
+    out = np.empty((len(ks), len(q), fast.arm.dof))
+    if len(ks) and len(q):
+        quats = np.zeros((len(P), 4)) if Q is None else np.ascontiguousarray(Q, dtype=float)
+        kernel.walk(
+            fast._model,
+            np.ascontiguousarray(P, dtype=float),
+            quats,
+            Q is not None,
+            ks,
+            np.ascontiguousarray(q, dtype=float),
+            float(max_step),
+            fast._scratch,
+            out,
+        )
+    return out
 
 
 def _near(rows, q, tolerance) -> bool:
@@ -290,7 +335,7 @@ def _branches(solver, P, Q, start, tracked_q, every: int, max_step: float, walke
     each tracked forwards to the next such target and backwards to the one before; where a
     forward and a backward track meet (at the singular pose, or beside a limit the path presses
     on) the cheapest way can change from one to the other. None when it finds no way through."""
-    fast = solver.with_settings(restarts=0)
+    fast = solver.with_settings(restarts=0, track_limits=0.0)
     n, dof = len(P), len(start)
     marks = sorted(set(range(0, n, every)) | {n - 1})
     points = [[] for _ in range(n)]
@@ -298,11 +343,13 @@ def _branches(solver, P, Q, start, tracked_q, every: int, max_step: float, walke
     def quat(i):
         return None if Q is None else Q[i]
 
-    def track(q, ks):
-        for i in ks:
-            q = _onward(fast, P, Q, i, q, max_step)
-            points[i].append(q)
-        return q
+    def track(q, ks, keep_last):
+        """``q`` walked through targets ``ks``, each target's survivors kept as its points (the
+        last target's only with ``keep_last``); returns those that arrive at the last."""
+        walked = walk_samples(fast, P, Q, ks, q, max_step)
+        for t, i in enumerate(ks if keep_last else ks[:-1]):
+            points[i].append(walked[t][np.all(np.isfinite(walked[t]), axis=1)])
+        return walked[-1][np.all(np.isfinite(walked[-1]), axis=1)]
 
     def sample(m, arrived):
         """The answers at target ``m``: the distinct ones, the tracked one and the forward
@@ -317,9 +364,9 @@ def _branches(solver, P, Q, start, tracked_q, every: int, max_step: float, walke
 
     here = sample(marks[0], [])
     for a, b in zip(marks[:-1], marks[1:]):
-        arrived = _onward(fast, P, Q, b, track(here, range(a + 1, b)), max_step)  # forwards
+        arrived = track(here, list(range(a + 1, b + 1)), False)  # forwards (b: sampled next)
         here = sample(b, arrived)
-        track(here, range(b - 1, a - 1, -1))  # and backwards
+        track(here, list(range(b - 1, a - 1, -1)), True)  # and backwards
     layer, cost = _begin(np.concatenate(points[0]), start, max_step)
     layers, parents = [layer], []
     for i in range(1, n):

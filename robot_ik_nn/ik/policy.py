@@ -41,6 +41,7 @@ from .kernel import (
     refine,
     residual,
     restart_seed,
+    secondary,
     start_stream,
     weighted,
 )
@@ -63,6 +64,7 @@ from .layout import (
     ROT_TOL,
     ROT_W,
     TOO_FAR,
+    TRACK_LIMITS,
     TYPE,
     WARM,
     WORK_ROWS,
@@ -176,6 +178,14 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
                     chain, cfg, q, pt, Rt, has_quat, restart_iters, ws, LAM_FAR, LAM_TRACK
                 )
                 used += more
+            if cfg[TRACK_LIMITS] > 0.0 and pe <= pos_tol and re <= rot_tol:
+                # the self-motion, if any, kept away from the limits (kernel.secondary)
+                pe2, re2, more, moved = secondary(
+                    chain, cfg, q, pt, Rt, has_quat, ws, cfg[TRACK_LIMITS]
+                )
+                used += more
+                if moved:
+                    pe, re = pe2, re2
         elif attempt < net_end:  # 2. the network's candidates, closest first
             if attempt == 1:
                 cost, pe, re = candidates.first(

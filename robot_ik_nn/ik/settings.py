@@ -13,6 +13,11 @@ A tool that is symmetric about one of its own axes (a suction cup, a drill, a pe
 ``free_axis``: only that axis is aligned with the target's, and the rotation about it is free;
 the rotation error is then the angle between the two axes.
 
+Tracking (a warm start already near the target: a stream, ``solve(current=, last=)``) spends a
+redundant arm's self-motion, or a free tool axis's, on keeping away from the joint limits: each
+answer moves at most ``track_limits`` rad along it, and only to another exact answer
+(kernel.secondary; 0 turns it off). On a 6-joint arm it does nothing.
+
 ``collision_check`` makes an answer that puts the arm into collision with itself (or an obstacle
 given to the solver) no solution: the search goes on for a free one (collision.py).
 """
@@ -64,6 +69,7 @@ class IKSettings:
     collision_check: bool = False  # answers that collide (collision.py) are not solutions
     collision_margin: float = 0.0  # m: the least distance kept between surfaces
     collision_pairs: str = ""  # an SRDF whose disable_collisions are the pairs left out
+    track_limits: float = 0.01  # rad per target at most: tracking's self-motion away from limits
 
     def __post_init__(self):
         for name in (
@@ -81,7 +87,7 @@ class IKSettings:
                 raise ValueError(
                     f"IKSettings.{name} must be a positive finite number, got {value!r}"
                 )
-        for name in ("margin", "collision_margin"):
+        for name in ("margin", "collision_margin", "track_limits"):
             value = getattr(self, name)
             if not (_number(value) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"IKSettings.{name} must be a finite number >= 0, got {value!r}")
