@@ -22,6 +22,8 @@ from robot_ik_nn.hardware.pybullet_arm import ArmSim
 from robot_ik_nn.hardware.tracker import measure
 from robot_ik_nn.ik.solver import Solver
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def niryo_folder(tmp_path_factory):

@@ -21,6 +21,8 @@ from robot_ik_nn.hardware.pybullet_arm import ArmSim
 from robot_ik_nn.hardware.tracker import measure, sag_stiffness
 from robot_ik_nn.ik.solver import Solver
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def niryo_folder(tmp_path_factory):

@@ -7,6 +7,8 @@ import sys
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow
+
 
 def cli(*args, timeout=600):
     return subprocess.run(
