@@ -14,6 +14,8 @@ from robot_ik_nn.bench.paths import spline_path
 from robot_ik_nn.ik.settings import IKSettings
 from robot_ik_nn.ik.solver import Solver
 
+pytestmark = pytest.mark.slow
+
 
 def bullet_path(arm, oracle, seed):
     """The path's joints (made by the bench's spline) and PyBullet's tool poses for them."""
