@@ -13,6 +13,9 @@ gate (safety.py) and publishes:
 - ``~/joint_quaternions`` (std_msgs/Float64MultiArray, n_joints x 4, x y z w);
 - ``~/status`` (diagnostic_msgs/DiagnosticArray): solved / best effort / rejected, errors, latency.
 
+``~/solve_ik`` (moveit_msgs/srv/GetPositionIK, where moveit_msgs is installed) answers MoveIt's
+IK queries without commanding anything (nodes/moveit_service.py).
+
 Targets that fail a check get a reason on ``~/status`` and a throttled log line, and nothing is
 published for them. Without new targets the node publishes nothing new.
 """
@@ -55,6 +58,7 @@ from .common import (
     status,
 )
 from .inference_parameters import CHOICES, LIVE, PARAMETERS
+from .moveit_service import offer_solve_ik
 from .path_target import serve_path
 
 
@@ -124,6 +128,8 @@ class InferenceNode(Node):
         )
         if self.stream:
             self.create_timer(self.stream_dt, self.on_stream_tick)
+        # MoveIt's srv_kinematics_plugin: answers only, never a command
+        self.ik_service = offer_solve_ik(self, self.solver, p["group_name"], self.frames)
         gc.freeze()  # what exists now lives as long as the node: no collections of it (no pauses)
         self.get_logger().info(
             f"serving {path} for {self.arm.name} ({self.arm.dof} joints, {self.solver.mode} mode, "

@@ -25,6 +25,12 @@ PARAMETERS = {
         RO,
     ),
     "frame_id": ("", "frame targets must be given in ('' = the arm's base link)", RO),
+    "group_name": (
+        "",
+        "~/solve_ik (GetPositionIK): the MoveIt planning group answered ('' = any); another "
+        "group gets INVALID_GROUP_NAME",
+        RO,
+    ),
     "stale_timeout": (0.2, "reject targets stamped longer ago (s)", {"lo": 0.001, "hi": 60.0}),
     "future_tolerance": (
         0.05,
