@@ -60,6 +60,7 @@ from .common import (
 from .inference_parameters import CHOICES, LIVE, PARAMETERS
 from .moveit_service import offer_solve_ik
 from .path_target import serve_path
+from .trajectory_action import TrajectoryAction
 
 
 class InferenceNode(Node):
@@ -119,6 +120,13 @@ class InferenceNode(Node):
         self.trajectory_pub = self.create_publisher(
             JointTrajectory, f"{controller}/joint_trajectory", RELIABLE
         )
+        self.action = None  # output:=action: goals to ros2_control's trajectory controller
+        if p["output"] not in ("topic", "action"):
+            raise RuntimeError(f"parameter output is 'topic' or 'action', not {p['output']!r}")
+        if p["output"] == "action":
+            self.action = TrajectoryAction(
+                self, f"{controller}/follow_joint_trajectory", self.report_goal
+            )
         self.quat_pub = self.create_publisher(Float64MultiArray, "~/joint_quaternions", RELIABLE)
         self.status_pub = self.create_publisher(DiagnosticArray, "~/status", RELIABLE)
         self.create_subscription(JointState, "/joint_states", self.on_joint_states, READINGS)
@@ -259,7 +267,12 @@ class InferenceNode(Node):
                 time_from_start=duration_msg(command.duration),
             )
         ]
-        self.trajectory_pub.publish(traj)  # header.stamp zero: start now
+        if self.action is not None:
+            self.action.send(
+                traj, self.path_tolerance, self.goal_tolerance, self.goal_time_tolerance
+            )
+        else:
+            self.trajectory_pub.publish(traj)  # header.stamp zero: start now
         half = command.positions / 2.0  # joint quaternions: (axis sin(q/2), cos(q/2)), x y z w
         quats = np.concatenate([self.axes * np.sin(half)[:, None], np.cos(half)[:, None]], axis=1)
         n = self.arm.dof
@@ -328,6 +341,18 @@ class InferenceNode(Node):
         self.status_pub.publish(msg)
         if outcome != SOLVED:
             self.get_logger().warning(f"target {outcome}: {reason}", throttle_duration_sec=1.0)
+
+
+    def report_goal(self, level: str, message: str, values: dict) -> None:
+        """How a FollowJointTrajectory goal ended (output:=action), on ~/status."""
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [
+            status("inference_node: trajectory goal", level, message, values, self.arm.name)
+        ]
+        self.status_pub.publish(msg)
+        if level != "ok":
+            self.get_logger().warning(message, throttle_duration_sec=1.0)
 
 
 def main(args=None) -> int:

@@ -18,6 +18,28 @@ PARAMETERS = {
         RO,
     ),
     "controller": ("arm_controller", "trajectory topic prefix: <controller>/joint_trajectory", RO),
+    "output": (
+        "topic",
+        "'topic': trajectories on <controller>/joint_trajectory; 'action': goals to "
+        "<controller>/follow_joint_trajectory (control_msgs FollowJointTrajectory), each goal's "
+        "end on ~/status, a new target pre-empting the running goal, ~/stop cancelling it",
+        RO,
+    ),
+    "path_tolerance": (
+        0.0,
+        "output action: each joint's path tolerance in the goal (rad or m; 0: the controller's)",
+        {"lo": 0.0, "hi": 3.2},
+    ),
+    "goal_tolerance": (
+        0.0,
+        "output action: each joint's goal tolerance in the goal (rad or m; 0: the controller's)",
+        {"lo": 0.0, "hi": 3.2},
+    ),
+    "goal_time_tolerance": (
+        0.0,
+        "output action: the goal's goal_time_tolerance (s; 0: the controller's)",
+        {"lo": 0.0, "hi": 60.0},
+    ),
     "calibration": (
         "",
         "InMoov: the servo calibration YAML the arm node drives with; answers stay inside its "
