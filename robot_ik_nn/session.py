@@ -53,7 +53,20 @@ ARGUMENTS = {
         **COMMON,
         # '' rather than a name: ros2 launch passes every declared argument, given or not
         "robot": Argument("", "arm as above; '' = the model folder's own arm"),
+        "model_dir": Argument(
+            "models/niryo_one",
+            "model folder to serve: an absolute path, or relative to the working directory or "
+            "to the package's share folder",
+        ),
         "use_sim": Argument("true", "run sim_node as the stand-in arm"),
+        # joining a bringup that already has the robot
+        "use_rsp": Argument(
+            "true",
+            "start robot_state_publisher; false beside a bringup that has one (the node then "
+            "checks the model against the /robot_description it publishes)",
+        ),
+        "use_sim_time": Argument("false", "every node of the session on the /clock topic"),
+        "joint_states": Argument("/joint_states", "the topic the arm's joint states come on"),
     },
     "display": {**COMMON},
     "deploy": {
@@ -177,6 +190,8 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
     if session == "calibrate":
         return _calibrate(args, params)
     robot, controller = args["robot"], args["controller"]
+    if session == "inference":
+        args["model_dir"] = resolve_model_dir(args["model_dir"])
     own = None  # the model folder's own arm, served when no robot is given
     if session == "inference" and not robot:
         own = _model_arm(args["model_dir"])
@@ -205,6 +220,7 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
         )
         sim.remappings.append(("target_pose", "/inference_node/target_pose"))
         nodes += [inference] + ([sim] if _truthy(args["use_sim"], "use_sim") else [])
+        return _join_bringup(args, nodes, robot)
     else:
         nodes.append(sim)
     if _truthy(args["view"], "view"):  # the browser page, a process beside the nodes (view/)
@@ -213,6 +229,48 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
         command = session_command(session, robot, args["model_dir"], args["view_port"])
         nodes.append(PlannedNode("view", "view", command=command))
     return nodes + _display(robot, args["rviz"])
+
+
+def _join_bringup(args: dict, nodes: list, robot: str) -> list[PlannedNode]:
+    """The inference session beside a bringup: no robot_state_publisher of its own (use_rsp),
+    sim time, the joint states' topic remapped."""
+    if args["joint_states"] != "/joint_states":
+        if not args["joint_states"].startswith("/"):
+            raise SessionError(f"joint_states:={args['joint_states']} is not a topic: say /name")
+        for spec in nodes:
+            spec.remappings.append(("/joint_states", args["joint_states"]))
+    use_rsp = _truthy(args["use_rsp"], "use_rsp")
+    if not use_rsp:  # the bringup's /robot_description is checked against the model's arm
+        nodes[0].parameters["check_robot_description"] = True
+    if _truthy(args["view"], "view"):
+        from .view.cli import session_command
+
+        command = session_command("inference", robot, args["model_dir"], args["view_port"])
+        nodes.append(PlannedNode("view", "view", command=command))
+    nodes += _display(robot, args["rviz"], use_rsp=use_rsp)
+    if _truthy(args["use_sim_time"], "use_sim_time"):
+        for spec in nodes:
+            if not spec.command:
+                spec.parameters["use_sim_time"] = True
+    return nodes
+
+
+def resolve_model_dir(text: str) -> str:
+    """A model folder as launch arguments give it: an absolute path, else relative to the
+    working directory, else to the package's share folder (an installed package's models/).
+    A relative one found in neither stays as given: the node names what is missing."""
+    path = Path(text).expanduser()
+    if path.is_absolute():
+        if not path.exists():
+            raise SessionError(f"model_dir:={text} does not exist")
+        return str(path)
+    if path.exists():
+        return str(path.resolve())
+    try:
+        shared = share_dir() / path
+    except FileNotFoundError:
+        return text
+    return str(shared) if shared.exists() else text
 
 
 def _model_arm(model_dir: str) -> dict | None:
@@ -234,19 +292,22 @@ def _model_arm(model_dir: str) -> dict | None:
     return {"robot": robot, "base_link": meta.get("base", ""), "tip_link": meta.get("tip", "")}
 
 
-def _display(robot: str, rviz: str) -> list[PlannedNode]:
-    """robot_state_publisher (TF for RViz) and, when asked, RViz itself: ROS-install nodes."""
+def _display(robot: str, rviz: str, use_rsp: bool = True) -> list[PlannedNode]:
+    """robot_state_publisher (TF for RViz) unless the bringup has one, and, when asked, RViz
+    itself: ROS-install nodes."""
     from .arm.model import resolve_robot
 
     urdf_file, _ = resolve_robot(robot)
-    nodes = [
-        PlannedNode(
-            "robot_state_publisher",
-            "robot_state_publisher",
-            package="robot_state_publisher",
-            parameters={"robot_description": Path(urdf_file).read_text()},
+    nodes = []
+    if use_rsp:
+        nodes.append(
+            PlannedNode(
+                "robot_state_publisher",
+                "robot_state_publisher",
+                package="robot_state_publisher",
+                parameters={"robot_description": Path(urdf_file).read_text()},
+            )
         )
-    ]
     if _truthy(rviz, "rviz"):
         nodes.append(
             PlannedNode(

@@ -60,6 +60,7 @@ from .common import (
 from .inference_parameters import CHOICES, LIVE, PARAMETERS
 from .moveit_service import offer_solve_ik
 from .path_target import serve_path
+from .robot_description import check_robot_description
 from .trajectory_action import TrajectoryAction
 
 
@@ -136,6 +137,9 @@ class InferenceNode(Node):
         )
         if self.stream:
             self.create_timer(self.stream_dt, self.on_stream_tick)
+        self.description_problem = ""  # the bringup's /robot_description is another arm
+        if p["check_robot_description"]:
+            check_robot_description(self)
         # MoveIt's srv_kinematics_plugin: answers only, never a command
         self.ik_service = offer_solve_ik(self, self.solver, p["group_name"], self.frames)
         gc.freeze()  # what exists now lives as long as the node: no collections of it (no pauses)
@@ -195,6 +199,7 @@ class InferenceNode(Node):
             self.future_tolerance,
             self.solver.settings.quat_tolerance,
         )
+        reason = reason or self.description_problem
         current, why = self._current_joints() if not reason else (None, "")
         reason = reason or why
         if reason:

@@ -47,6 +47,12 @@ PARAMETERS = {
         RO,
     ),
     "frame_id": ("", "frame targets must be given in ('' = the arm's base link)", RO),
+    "check_robot_description": (
+        False,
+        "beside a bringup (use_rsp:=false): targets are refused until the /robot_description "
+        "it publishes is the model's arm",
+        RO,
+    ),
     "group_name": (
         "",
         "~/solve_ik (GetPositionIK): the MoveIt planning group answered ('' = any); another "
