@@ -475,7 +475,7 @@ def test_the_inference_node_on_the_folder_brings_the_tool_to_targets_as_the_trac
     P, quats = _to_base(out, seen)  # asked of the arm in its calibrated base frame
     inference = node_process("inference_node", {"model_dir": str(out)})
     targets = probe.node.create_publisher(PoseStamped, "/inference_node/target_pose", RELIABLE)
-    errors = []
+    errors, missed = [], []
     try:
         probe.wait_for(lambda: targets.get_subscription_count() >= 1, 60, "the inference node")
         for p, quat, target in zip(P, quats, seen):
@@ -489,23 +489,29 @@ def test_the_inference_node_on_the_folder_brings_the_tool_to_targets_as_the_trac
                 msg.header.stamp = probe.node.get_clock().now().to_msg()
                 targets.publish(msg)
 
-            publish_until(probe, send, "/inference_node/status", 30, 2.0)
+            for _ in range(10):  # a loaded machine can take a target too late: sent again
+                publish_until(probe, send, "/inference_node/status", 30, 2.0)
+                verdict = probe.received["/inference_node/status"][-1].status[0].message
+                if "stale" not in verdict and "no joint state" not in verdict:
+                    break
             sent = probe.node.get_clock().now().nanoseconds * 1e-9
-            verdict = probe.received["/inference_node/status"][-1].status[0].message
             if not verdict.startswith("solved"):
                 errors.append((math.inf, math.inf))
+                missed.append(verdict)
                 continue
             measured = _measured_after(probe, _settled(probe, sent + 0.1))
             position = np.median([T[:3, 3] for T in measured], axis=0)
             turn = np.median([rotation_angle(T[:3, :3], target[:3, :3]) for T in measured])
             errors.append((np.linalg.norm(position - target[:3, 3]), turn))
+            if errors[-1][0] > 1e-3 or turn > 0.01:
+                missed.append(f"{errors[-1][0] * 1e3:.3f} mm, {np.degrees(turn):.3f} deg off")
     finally:
         print(stop(inference)[-2000:])
     pe, re = np.array(errors).T
     within = np.mean((pe <= 1e-3) & (re <= 0.01))
     print(f"\nserved the calibrated folder: {within:.1%} of {n} targets within 1 mm / 0.01 rad "
           f"as the tracker measures them; median {np.median(pe) * 1e3:.3f} mm, "
-          f"{np.degrees(np.median(re)):.3f} deg")
+          f"{np.degrees(np.median(re)):.3f} deg; missed: {missed}")
     assert within >= (0.99 if FULL else 11 / 12)
 
 

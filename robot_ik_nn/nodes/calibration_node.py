@@ -81,6 +81,8 @@ class CalibrationNode(Node):
         if not model or not self.out:
             raise RuntimeError("parameters model_dir (the nominal model) and out (the folder "
                                "to write) are required")
+        if Path(self.out).exists() and not self.force:  # said now, not after the session
+            raise RuntimeError(f"{self.out} exists (force:=true replaces it)")
         if self.frame not in ("unknown", "base"):
             raise RuntimeError(f"frame must be unknown or base, not {self.frame!r}")
         self.model = model
