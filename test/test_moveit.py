@@ -212,3 +212,15 @@ def test_solve_ik_never_commands(srv, client, targets):
     time.sleep(0.5)  # a command, had one been sent, arrives well within this on one machine
     assert probe.received["/joint_command"] == []
     assert probe.received["/arm_controller/joint_trajectory"] == []
+
+
+def test_bench_moveit_measures_the_round_trip(srv, served_model):
+    """bench --moveit with a few targets: its counts add up and its answers are judged (the
+    round trip itself is a measurement for benchmarks/, not asserted here)."""
+    from robot_ik_nn.bench.moveit import format_table, moveit_round_trips
+
+    result = moveit_round_trips(str(served_model), targets=30, warm=2)
+    assert sum(result["codes"].values()) == 30
+    assert result["within_1mm_001rad_rate"] >= 0.9 and result["success_rate"] >= 0.9
+    assert 0 < result["round_trip_ms_median"] <= result["round_trip_ms_p99"]
+    assert "round trip" in format_table(result)
