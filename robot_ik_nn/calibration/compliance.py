@@ -123,39 +123,63 @@ def _matrix(xyz, R) -> np.ndarray:
 
 @njit(cache=True)
 def _torques(origins, axes, prismatic, mass, com, g, q, out):
-    """Gravity's torque (force, for a prismatic joint) about each joint, per row of ``q``."""
+    """Gravity's torque (force, for a prismatic joint) about each joint, per row of ``q``:
+    scalar loops, nothing allocated per row."""
     n = q.shape[1]
     z = np.empty((n, 3))
     o = np.empty((n, 3))
     c = np.empty((n, 3))
+    T = np.empty((4, 4))
+    A = np.empty((4, 4))
+    M = np.empty((3, 3))
     for b in range(q.shape[0]):
-        T = np.eye(4)
+        for r in range(4):
+            for s in range(4):
+                T[r, s] = 1.0 if r == s else 0.0
         for k in range(n):
-            T = T @ origins[k]
+            for r in range(4):  # T = T @ origins[k]
+                for s in range(4):
+                    A[r, s] = (
+                        T[r, 0] * origins[k, 0, s]
+                        + T[r, 1] * origins[k, 1, s]
+                        + T[r, 2] * origins[k, 2, s]
+                        + T[r, 3] * origins[k, 3, s]
+                    )
+            T[:, :] = A
             for r in range(3):
                 z[k, r] = T[r, 0] * axes[k, 0] + T[r, 1] * axes[k, 1] + T[r, 2] * axes[k, 2]
-            o[k] = T[:3, 3]
-            M = np.eye(4)
+                o[k, r] = T[r, 3]
+            x, y, w = axes[k, 0], axes[k, 1], axes[k, 2]
             if prismatic[k] > 0.5:
-                M[:3, 3] = q[b, k] * axes[k]
-            else:  # Rodrigues about the local axis
-                x, y, w = axes[k]
-                s, v = np.sin(q[b, k]), 1.0 - np.cos(q[b, k])
-                K = np.array([[0.0, -w, y], [w, 0.0, -x], [-y, x, 0.0]])
-                M[:3, :3] = np.eye(3) + s * K + v * (K @ K)
-            T = T @ M
+                for r in range(3):
+                    T[r, 3] += q[b, k] * z[k, r]
+            else:  # Rodrigues about the local axis, then T[:3, :3] = T[:3, :3] @ M
+                sn, v = np.sin(q[b, k]), 1.0 - np.cos(q[b, k])
+                M[0, 0] = 1.0 - v * (y * y + w * w)
+                M[0, 1] = -sn * w + v * x * y
+                M[0, 2] = sn * y + v * x * w
+                M[1, 0] = sn * w + v * x * y
+                M[1, 1] = 1.0 - v * (x * x + w * w)
+                M[1, 2] = -sn * x + v * y * w
+                M[2, 0] = -sn * y + v * x * w
+                M[2, 1] = sn * x + v * y * w
+                M[2, 2] = 1.0 - v * (x * x + y * y)
+                for r in range(3):
+                    a0, a1, a2 = T[r, 0], T[r, 1], T[r, 2]
+                    for s in range(3):
+                        T[r, s] = a0 * M[0, s] + a1 * M[1, s] + a2 * M[2, s]
             for r in range(3):
                 c[k, r] = T[r, 0] * com[k, 0] + T[r, 1] * com[k, 1] + T[r, 2] * com[k, 2] + T[r, 3]
         for k in range(n):
             total = 0.0
             for i in range(k, n):
-                f = mass[i] * g
+                f0, f1, f2 = mass[i] * g[0], mass[i] * g[1], mass[i] * g[2]
                 if prismatic[k] > 0.5:
-                    total += z[k, 0] * f[0] + z[k, 1] * f[1] + z[k, 2] * f[2]
+                    total += z[k, 0] * f0 + z[k, 1] * f1 + z[k, 2] * f2
                 else:
-                    r = c[i] - o[k]
-                    t = np.cross(r, f)
-                    total += z[k, 0] * t[0] + z[k, 1] * t[1] + z[k, 2] * t[2]
+                    r0, r1, r2 = c[i, 0] - o[k, 0], c[i, 1] - o[k, 1], c[i, 2] - o[k, 2]
+                    t0, t1, t2 = r1 * f2 - r2 * f1, r2 * f0 - r0 * f2, r0 * f1 - r1 * f0
+                    total += z[k, 0] * t0 + z[k, 1] * t1 + z[k, 2] * t2
             out[b, k] = total
 
 

@@ -245,12 +245,17 @@ def _fit(chain, m, noise_m, noise_rad, names, unknown_frame, geometry, gravity) 
         out[free] = x
         return out * scales
 
+    last = {}  # the effective joints depend on the compliance alone: kept while it holds
+
     def residuals(x, rows):
         theta = full(x)
         c = moved(chain, theta[:n_geo])
         q = m.q[rows]
         if size > n_geo:  # the joints the arm takes: q_cmd + c tau(q), three steps suffice
-            q = _effective(gravity, theta[n_geo:size], q, 3)
+            key = (theta[n_geo:size].tobytes(), rows.tobytes())
+            if last.get("key") != key:
+                last["key"], last["q"] = key, _effective(gravity, theta[n_geo:size], q, 3)
+            q = last["q"]
         p, R = forward(c, q)
         if F0 is not None:
             p, R = frames.apply(frames.moved(F0, theta[size:]), p, R)
