@@ -82,7 +82,9 @@ def moveit_round_trips(model, targets: int = 1000, seed: int = 30, warm: int = 2
             codes.append(res.error_code.val)
             given = dict(zip(res.solution.joint_state.name, res.solution.joint_state.position))
             answers.append([given[n] for n in arm.joint_names])
-    finally:
+    finally:  # this process may go on with rclpy (a test): nothing of ours left in its context
+        executor.remove_node(client_node)
+        executor.shutdown()
         client_node.destroy_node()
         if own_context and rclpy.ok():
             rclpy.shutdown()
