@@ -224,6 +224,17 @@ def cmd_bench(args) -> int:
         _write(args.out, result, collisions.format_table(result))
         print(json.dumps(result, indent=2) if args.json else collisions.format_table(result))
         return 0
+    if args.moveit:
+        from .bench import moveit
+
+        try:
+            result = moveit.moveit_round_trips(args.model, targets=args.dds_targets)
+        except ImportError as err:  # moveit_msgs: a ROS install with MoveIt
+            print(f"robot-ik-nn bench --moveit: {err}", file=sys.stderr)
+            return 2
+        _write(args.out, result, moveit.format_table(result))
+        print(json.dumps(result, indent=2) if args.json else moveit.format_table(result))
+        return 0
     if args.calibration:
         from pathlib import Path
 
@@ -388,6 +399,8 @@ def cmd_calibrate(args) -> int:
         args.force,
         say,
         frame=args.frame,
+        sag=not args.rigid,
+        payload_kg=args.payload_kg,
     )
     if args.json:
         print(json.dumps(summary))
@@ -399,8 +412,13 @@ def cmd_calibrate(args) -> int:
         f"the tool is {cv['calibrated_mm_median']:.3f} mm from its measured place (median), "
         f"{cv['nominal_mm_median']:.3f} mm with the nominal URDF. Report: {args.out}/report.md"
     )
-        sag=not args.rigid,
-        payload_kg=args.payload_kg,
+    if summary.get("compliance"):
+        sags = ", ".join(
+            f"{c['joint']} {c['sag_deg_at_largest_load']:.2f} deg"
+            for c in summary["compliance"]
+            if abs(c["sag_deg_at_largest_load"]) >= 0.01
+        )
+        print(f"joints that sag under load (at the largest load measured): {sags or 'none'}")
     return 0
 
 
@@ -412,13 +430,6 @@ def cmd_true_arm(args) -> int:
     from .calibration.measurements import to_csv
     from .calibration.true_arm import perturb
     from .model_dir import atomic_write
-    if summary.get("compliance"):
-        sags = ", ".join(
-            f"{c['joint']} {c['sag_deg_at_largest_load']:.2f} deg"
-            for c in summary["compliance"]
-            if abs(c["sag_deg_at_largest_load"]) >= 0.01
-        )
-        print(f"joints that sag under load (at the largest load measured): {sags or 'none'}")
 
     if args.measure and not args.csv:
         raise ValueError("--measure N writes its rows to --csv FILE: give it")

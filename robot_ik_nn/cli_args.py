@@ -391,6 +391,12 @@ def parser(commands: dict, description: str) -> argparse.ArgumentParser:
         "cost of checking (with --dds: the inference node too)",
     )
     only.add_argument(
+        "--moveit",
+        action="store_true",
+        help="measure only this: ~/solve_ik (GetPositionIK) round trips over DDS, filled as "
+        "MoveIt's srv_kinematics_plugin fills them (--dds-targets of them; needs moveit_msgs)",
+    )
+    only.add_argument(
         "--calibration",
         action="store_true",
         help="measure only this: answers on a perturbed true arm, nominal and calibrated from "
