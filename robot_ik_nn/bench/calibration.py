@@ -7,6 +7,13 @@ and 0.01 rad from the target there, the joints within limits. Rows: the nominal 
 model calibrated from 10, 20, 50, 100 and 200 poses (``calibrate`` itself, refusals included);
 100 poses of which 5 % are gross outliers (2-10 cm off); TRAC-IK and ik_LM given the calibrated
 URDF (what other tools gain from it).
+
+Then the same on a sagging true arm (rows "sagging arm: ..."): the perturbed URDF with its loaded
+joints held by a finite stiffness (``sag_deg`` at each joint's largest load, 0.3° by default) in
+PyBullet's physics (ArmSim.forward_held), measured and judged physics-on: the answers are
+commanded and the arm settles where its servos meet its weight. Rows with the pose-dependent
+term (calibrate's default: each joint's compliance) and without it (``sag=False``), and the
+single-target median solve time with the compliance served and without it.
 """
 
 from __future__ import annotations
@@ -22,44 +29,65 @@ POSES = (10, 20, 50, 100, 200)
 
 
 def measure(
-    model, targets: int = 1000, peer_targets: int = 300, seed: int = 2026, say=None
+    model,
+    targets: int = 1000,
+    peer_targets: int = 300,
+    seed: int = 2026,
+    say=None,
+    sag_deg: float = 0.3,
+    poses=POSES,
 ) -> dict:
 
     from .. import model_dir
     from ..arm.model import ArmModel
     from ..calibration.true_arm import perturb
     from ..hardware.pybullet_arm import ArmSim
+    from ..hardware.tracker import sag_stiffness
     from ..ik.solver import Solver
 
     say = say or (lambda text: None)
     arm = model_dir.read(model).arm
-    true = ArmModel(perturb(arm, seed), source="<true arm>", base=arm.base, tip=arm.tip)
+    inmoov = "inmoov" in arm.name
+    zero_deg, noise = (2.5, (0.3, 0.15)) if inmoov else (1.0, (0.2, 0.1))
+    text = perturb(arm, seed, zero_rad=np.radians(zero_deg))
+    true = ArmModel(text, source="<true arm>", base=arm.base, tip=arm.tip)
     true.mesh_dirs += arm.mesh_dirs
     rng = np.random.default_rng(seed + 1)
     q = rng.uniform(arm.lower + 0.02, arm.upper - 0.02, (targets, arm.dof))
-    with ArmSim(true) as sim:
-        P, quat = sim.forward(q)
-
-    def judged(answers) -> dict:
-        return _on_true_arm(true, arm, answers, P[: len(answers)], quat[: len(answers)])
-
     out = {
         "robot": arm.name,
-        "true_arm": {"seed": seed, "origin_mm": 1.5, "axis_deg": 0.3, "zero_deg": 1.0},
-        "noise": {"mm": 0.2, "deg": 0.1},
+        "true_arm": {"seed": seed, "origin_mm": 1.5, "axis_deg": 0.3, "zero_deg": zero_deg},
+        "noise": {"mm": noise[0], "deg": noise[1]},
         "rows": {},
     }
-    say("the nominal model on the true arm")
-    out["rows"]["nominal"] = judged(Solver.load(model).solve_batch(P, quat).q)
+    stiff = None
+    if sag_deg > 0:
+        stiff = sag_stiffness(arm, sag_deg)
+        out["true_arm"]["sag_deg"] = sag_deg
+        out["true_arm"]["stiffness_Nm_per_rad"] = [float(k) for k in stiff]
     work = Path(tempfile.mkdtemp(prefix="robot_ik_nn_calibration_bench_"))
     try:
-        _rows(out, model, arm, true, work, seed, peer_targets, P, quat, judged, say)
+        for label, K in (("", None), ("sagging arm: ", stiff)):
+            if label and K is None:
+                continue
+            with ArmSim(true, stiffness=K) as sim:
+                P, quat = sim.forward(q) if K is None else sim.forward_held(q)[:2]
+
+            def judged(answers, P=P, quat=quat, K=K) -> dict:
+                n = len(answers)
+                return _on_true_arm(true, arm, answers, P[:n], quat[:n], K)
+
+            say(f"{label}the nominal model on the true arm")
+            out["rows"][label + "nominal"] = judged(Solver.load(model).solve_batch(P, quat).q)
+            case = (label, K, noise, work, seed, peer_targets, P, quat, judged, say, poses)
+            _rows(out, model, arm, true, *case)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out
 
 
-def _rows(out, model, arm, true, work, seed, peer_targets, P, quat, judged, say) -> None:
+def _rows(out, model, arm, true, label, K, noise, work, seed, peer_targets, P, quat, judged,
+          say, poses) -> None:
     """The calibrated rows and the peers' (see the module docstring)."""
     from scipy.spatial.transform import Rotation
 
@@ -71,34 +99,42 @@ def _rows(out, model, arm, true, work, seed, peer_targets, P, quat, judged, say)
     from ..ik.solver import Solver
     from . import peers
 
-    cases = [(n, 0.0) for n in POSES] + [(100, 0.05)]
+    cases = [(n, 0.0, True) for n in poses] + [(100, 0.05, True)]
+    if K is not None:
+        cases.append((100, 0.0, False))
     calibrated_100 = None
-    for n, outliers in cases:
-        name = f"calibrated, {n} poses" + (", 5 % outliers" if outliers else "")
+    for n, outliers, sag in cases:
+        name = label + f"calibrated, {n} poses" + (", 5 % outliers" if outliers else "")
+        name += "" if sag else ", without the pose-dependent term"
         say(name)
         poses = np.random.default_rng(seed + 2 + n).uniform(arm.lower, arm.upper, (n, arm.dof))
-        rows = track(true, poses, 0.2, 0.1, outliers, seed=seed + 3 + n)
-        csv = work / f"poses_{n}_{outliers}.csv"
+        rows = track(true, poses, *noise, outliers, seed=seed + 3 + n, stiffness=K)
+        csv = work / f"poses_{label[:3]}{n}_{outliers}.csv"
         csv.write_text(to_csv(rows, arm.joint_names))
-        folder = work / f"calibrated_{n}_{outliers}"
+        folder = work / f"calibrated_{label[:3]}{n}_{outliers}_{sag}"
         started = time.perf_counter()
         try:
-            summary = calibrate(model, csv, folder)
+            summary = calibrate(model, csv, folder, *noise, sag=sag)
         except CalibrationError as err:
             out["rows"][name] = {"refused": str(err)}
             continue
         seconds = time.perf_counter() - started
-        row = judged(Solver.load(folder).solve_batch(P, quat).q)
+        served = Solver.load(folder)
+        row = judged(served.solve_batch(P, quat).q)
         row.update(calibrate_s=seconds, set_aside=len(summary["poses_set_aside"]))
+        if summary.get("compliance"):
+            row["sag_deg_fitted"] = [c["sag_deg_at_largest_load"] for c in summary["compliance"]]
         out["rows"][name] = row
-        if n == 100 and not outliers:
+        if n == 100 and not outliers and sag:
             calibrated_100 = folder
+            if getattr(served, "rigid", None) is not None:
+                out[label + "single_target_ms"] = _single_times(served, P, quat)
     if calibrated_100 is not None and peer_targets > 0:
         calibrated_arm = model_dir.read(calibrated_100).arm
         for peer in ("trac_ik", "rtb_ik_lm"):
             solver, note = peers.make(peer, calibrated_arm, 0.005)
             if solver is None:
-                out["rows"][peer] = {"skipped": note}
+                out["rows"][label + peer] = {"skipped": note}
                 continue
             say(f"{solver.name}, given the calibrated URDF")
             R = Rotation.from_quat(quat[:peer_targets]).as_matrix()
@@ -107,19 +143,40 @@ def _rows(out, model, arm, true, work, seed, peer_targets, P, quat, judged, say)
                 got = solver.solve(P[i], quat[i], R[i])
                 if got is not None:
                     answers[i] = got
-            out["rows"][f"{solver.name}, calibrated URDF (100 poses)"] = judged(answers)
+            out["rows"][f"{label}{solver.name}, calibrated URDF (100 poses)"] = judged(answers)
 
 
-def _on_true_arm(true, arm, answers, P, quat) -> dict:
-    """The answers put through PyBullet on the true arm: solved (1 mm, 0.01 rad, within the
-    limits) and the position errors."""
+def _single_times(served, P, quat, n: int = 300) -> dict:
+    """Median milliseconds of one ``solve`` with the compliance served and without it (the
+    same rigid calibrated solver underneath), over the same targets, alternating."""
+    rigid = served.rigid
+    for s in (served, rigid):
+        s.solve(P[0], quat[0])  # compiled before it is timed
+    times = {"compensated": [], "rigid": []}
+    for i in range(min(n, len(P))):
+        for key, s in (("compensated", served), ("rigid", rigid)):
+            started = time.perf_counter()
+            s.solve(P[i], quat[i])
+            times[key].append(time.perf_counter() - started)
+    out = {k: float(np.median(v) * 1e3) for k, v in times.items()}
+    out["ratio"] = out["compensated"] / out["rigid"]
+    return out
+
+
+def _on_true_arm(true, arm, answers, P, quat, K=None) -> dict:
+    """The answers put through PyBullet on the true arm (physics-on with stiffness ``K``: the
+    answers commanded, the arm settled): solved (1 mm, 0.01 rad, within the limits) and the
+    position errors."""
     from scipy.spatial.transform import Rotation
 
     from ..hardware.pybullet_arm import ArmSim
 
     answered = np.all(np.isfinite(answers), axis=1)
-    with ArmSim(true) as sim:
-        reached, rq = sim.forward(np.nan_to_num(answers))
+    with ArmSim(true, stiffness=K) as sim:
+        if K is None:
+            reached, rq = sim.forward(np.nan_to_num(answers))
+        else:
+            reached, rq, _ = sim.forward_held(np.nan_to_num(answers))
     pe = np.linalg.norm(reached - P, axis=1)
     re = (Rotation.from_quat(rq) * Rotation.from_quat(quat).inv()).magnitude()
     ok = answered & (pe <= 1e-3) & (re <= 0.01) & arm.within_limits(np.nan_to_num(answers))
@@ -132,10 +189,14 @@ def _on_true_arm(true, arm, answers, P, quat) -> dict:
 
 
 def format_table(r: dict) -> str:
+    sag = r["true_arm"].get("sag_deg")
     lines = [
         f"{r['robot']}: a true arm (origins {r['true_arm']['origin_mm']} mm, axes "
-        f"{r['true_arm']['axis_deg']} deg, zeros {r['true_arm']['zero_deg']} deg off), measured "
-        f"with {r['noise']['mm']} mm / {r['noise']['deg']} deg noise; answers judged on it",
+        f"{r['true_arm']['axis_deg']} deg, zeros {r['true_arm']['zero_deg']} deg off"
+        + (f"; the sagging arm's loaded joints also sag up to {sag} deg under gravity, "
+           "PyBullet physics-on" if sag else "")
+        + f"), measured with {r['noise']['mm']} mm / {r['noise']['deg']} deg noise; answers "
+        "judged on it",
         "",
         "| model | solved on the true arm | median (mm) | p95 (mm) | calibrate (s) |",
         "|---|---|---|---|---|",
@@ -149,6 +210,14 @@ def format_table(r: dict) -> str:
             f"| {name} | {row['solved_on_the_true_arm'] * 100:.1f} % of {row['targets']:,} | "
             f"{row['mm_median']:.3f} | {row['mm_p95']:.3f} | {secs} |"
         )
+    for key, t in r.items():
+        if key.endswith("single_target_ms"):
+            lines += [
+                "",
+                f"{key.replace('single_target_ms', '')}one target, median: "
+                f"{t['compensated']:.3f} ms with the compliance served, {t['rigid']:.3f} ms "
+                f"without ({t['ratio']:.2f}x)",
+            ]
     return "\n".join(lines)
 
 
@@ -159,12 +228,21 @@ def picture(r: dict, path) -> None:
     matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure
 
-    points = [(n, r["rows"].get(f"calibrated, {n} poses", {})) for n in POSES]
-    points = [(n, row["mm_median"]) for n, row in points if "mm_median" in row]
     fig = Figure(figsize=(5.5, 3.2), dpi=100)
     ax = fig.add_subplot()
-    if points:
-        ax.plot([n for n, _ in points], [v for _, v in points], "o-", label="calibrated")
+    ticks = set()
+    for label, style in (("", "o-"), ("sagging arm: ", "s-")):
+        points = [(n, r["rows"].get(f"{label}calibrated, {n} poses", {})) for n in POSES]
+        points = [(n, row["mm_median"]) for n, row in points if "mm_median" in row]
+        ticks.update(n for n, _ in points)
+        if points:
+            ax.plot(
+                [n for n, _ in points],
+                [v for _, v in points],
+                style,
+                label=f"calibrated{', sagging arm' if label else ''}",
+            )
+    points = [(n, None) for n in sorted(ticks)]
     ax.axhline(r["rows"]["nominal"]["mm_median"], color="gray", ls="--", label="nominal URDF")
     ax.axhline(1.0, color="red", lw=0.8, label="1 mm: solved")
     ax.set_xscale("log")
