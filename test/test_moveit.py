@@ -224,3 +224,29 @@ def test_bench_moveit_measures_the_round_trip(srv, served_model):
     assert result["within_1mm_001rad_rate"] >= 0.9 and result["success_rate"] >= 0.9
     assert 0 < result["round_trip_ms_median"] <= result["round_trip_ms_p99"]
     assert "round trip" in format_table(result)
+
+
+def test_a_pose_in_another_frame_is_transformed_when_tf2_knows_it(served_model, targets):
+    """The service's core with a transform function standing in for tf2: the pose given in a
+    camera frame (its pose in the base known) is solved where it lies in the base, by PyBullet's
+    FK; without a transform the same request is FRAME_TRANSFORM_FAILURE."""
+    from fk_oracle import quat_to_matrix
+
+    from robot_ik_nn.ik.solver import Solver
+    from robot_ik_nn.ik_service import IKRequest, IKService
+
+    solver = Solver.load(served_model)
+    t, r = np.array([0.1, -0.2, 0.05]), np.array([0.0, 0.0, np.sin(0.4), np.cos(0.4)])
+    Rc = quat_to_matrix(r)  # the camera's orientation in the base
+    service = IKService(solver, transform=lambda frame: (tuple(t), tuple(r)))
+    cases, _ = targets
+    with BulletFK.of(ARM) as fk:
+        for p, R, _, _ in cases[:10]:
+            in_camera = IKRequest(position=tuple(Rc.T @ (p - t)),
+                                  quaternion=tuple(matrix_to_quat(Rc.T @ R)), frame="camera")
+            reply = service.answer(in_camera)  # fmt: skip
+            assert reply.solved, reply.message
+            pos, rot = fk.fk([reply.joints[n] for n in ARM.joint_names])
+            assert np.linalg.norm(pos - p) <= 1e-3 and rotation_angle(rot, R) <= 0.01
+    refused = IKService(solver).answer(in_camera)
+    assert refused.code == FRAME_TRANSFORM_FAILURE and "camera" in refused.message
