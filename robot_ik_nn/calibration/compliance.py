@@ -217,8 +217,11 @@ class Compliance:
     def command(self, q_eff) -> np.ndarray:
         """The joints to command for the arm to take ``q_eff`` (..., n)."""
         q_eff = np.asarray(q_eff, float)
-        flat = q_eff.reshape(-1, len(self.c))
-        return (flat - self.c * torques(self.gravity, flat)).reshape(q_eff.shape)
+        flat = np.ascontiguousarray(q_eff.reshape(-1, len(self.c)))
+        tau = np.empty_like(flat)
+        g = self.gravity
+        _torques(g.origins, g.axes, g.prismatic, g.mass, g.com, g.g, flat, tau)
+        return (flat - self.c * tau).reshape(q_eff.shape)
 
     def to_dict(self, names=(), sigma=None) -> dict:
         out = {"c_rad_per_Nm": self.c.tolist(), "gravity_model": self.gravity.to_dict()}

@@ -66,11 +66,11 @@ class CompliantSolver(Solver):
     def _to_command(self, answer) -> None:
         if answer.q is None:
             return
-        answer.q = self.compliance.command(answer.q)
-        outside = self._outside_limits(answer.q[None])[0]
-        if outside and answer.status == SOLVED:
+        q = answer.q = self.compliance.command(answer.q)
+        lo, hi = self.limits
+        if answer.status == SOLVED and ((q < lo).any() or (q > hi).any()):
             answer.status = BEST_EFFORT
-            answer.reason = BEYOND + outside
+            answer.reason = BEYOND + self._outside_limits(q[None])[0]
 
     def _outside_limits(self, Q) -> list[str]:
         lo, hi = self.limits
