@@ -158,7 +158,7 @@ def test_served_answers_are_joints_to_command(niryo_folder, tmp_path):
     assert not isinstance(Solver.load(niryo_folder), CompliantSolver)
 
 
-def test_a_rigid_arm_gets_a_rigid_folder(niryo_folder, tmp_path):
+def test_a_rigid_arm_gets_a_rigid_folder(niryo_folder, tmp_path, capsys):
     """No sag in the measurements: the compliance is not kept (no compliance.json)."""
     arm = model_dir.read(niryo_folder).arm
     text = perturb(arm, 61, zero_rad=math.radians(1.0))
@@ -169,3 +169,11 @@ def test_a_rigid_arm_gets_a_rigid_folder(niryo_folder, tmp_path):
     summary = calibrate(niryo_folder, csv, tmp_path / "out")
     assert "compliance" not in summary and not (tmp_path / "out" / C.FILE).exists()
     assert not isinstance(Solver.load(tmp_path / "out"), CompliantSolver)
+    from robot_ik_nn.cli import main
+
+    argv = ["calibrate", str(niryo_folder), "--measurements", str(csv), "--out"]
+    assert main(argv + [str(tmp_path / "rigid"), "--rigid", "--json"]) == 0
+    assert not (tmp_path / "rigid" / C.FILE).exists()
+    assert main(argv + [str(tmp_path / "bad"), "--payload-kg", "-1"]) == 2
+    assert "the payload must be 0 kg or more" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()

@@ -65,6 +65,10 @@ def calibrate(
         raise F.CalibrationError(
             f"frame must be one of {', '.join(frames.FRAMES)} (--frame); got {frame!r}"
         )
+    if not (np.isfinite(payload_kg) and payload_kg >= 0):
+        raise F.CalibrationError(
+            f"the payload must be 0 kg or more (--payload-kg); got {payload_kg}"
+        )
     folder = model_dir.read(source)
     arm = folder.arm
     m = read_csv(measurements, arm.joint_names)
