@@ -181,15 +181,6 @@ def tracking(solver, paths: int, n: int = 1000, own_step: float = 0.1, bar=False
     }
 
 
-def measure_tracking(model, paths: int, n: int = 1000, say=None) -> dict:
-    """``bench --tracking N``: the tracking paths alone, as many as asked for."""
-    from ..ik.solver import Solver
-
-    solver = Solver.load(model)
-    (say or (lambda text: None))(f"{paths} tracking paths of {n} targets")
-    return {"robot": solver.arm.name, "tracking": tracking(solver, paths, n, bar=True)}
-
-
 def _bar(total: int, desc: str):
     try:
         from tqdm import tqdm
@@ -211,11 +202,6 @@ def format_table(r: dict) -> str:
         f"(largest gap {u['gap_to_brute_force_mm_max']:.3f} mm), median {u['us_median']:.0f} µs\n"
         + _tracking_lines(r["tracking"], each=True)
     )
-
-
-def format_tracking(r: dict) -> str:
-    """``bench --tracking``: the summary, without a figure per path."""
-    return f"{r['robot']}\n" + _tracking_lines(r["tracking"], each=False)
 
 
 def _paths(count: int) -> str:

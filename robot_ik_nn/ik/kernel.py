@@ -327,14 +327,20 @@ def secondary(chain, cfg, q, pt, Rt, has_rot, ws, weight):
     return pe, re, used, False
 
 
+# A walked sample that LM cannot finish from the last answer tries seeds around it, as a stream
+# does (policy.NEAR_TRIES, NEAR_SPREAD): without them the planner lost the way on Niryo One spline
+# paths 1031 and 1364 (of 500) that it found with them.
+WALK_NEAR_TRIES, WALK_NEAR_SPREAD = 64, 0.05
+
+
 @njit(cache=True)
 def walk(model, P, Q, has_quat, ks, q0, max_step, scratch, out):
     """Each row of ``q0`` (S, dof) tracked through targets ``ks`` in order (a planner's samples
     along a path, path.py): from the last answer, LM damped as in tracking, one answer per
     target into ``out`` (len(ks), S, dof). A sample that misses a target, steps over
     ``max_step`` on any joint or collides (with a collision model) ends there: its later rows
-    are NaN. One compiled call for a whole stretch of a path, instead of a batch call per target;
-    and a miss ends at once, without the seeds around the warm start that a stream tries."""
+    are NaN. One compiled call for a whole stretch of a path, instead of a batch call per
+    target."""
     chain, cfg, _, _ = parts(model)
     col = collision_parts(model)
     checking = checks(col)
@@ -351,6 +357,15 @@ def walk(model, P, Q, has_quat, ks, q0, max_step, scratch, out):
                 quat_to_matrix(Q[k], Rt)
             q[:] = prev
             pe, re, _ = refine(chain, cfg, q, P[k], Rt, has_quat, iters, ws, LAM_TRACK, LAM_TRACK)
+            if pe > cfg[POS_TOL] or re > cfg[ROT_TOL]:  # stuck: seeds around it, as a stream
+                start_stream(cfg, P[k], Q[k], has_quat, ws[15])
+                for _ in range(WALK_NEAR_TRIES):
+                    near_seed(chain, prev, WALK_NEAR_SPREAD, q, ws[15])
+                    pe, re, _ = refine(
+                        chain, cfg, q, P[k], Rt, has_quat, iters, ws, LAM_FAR, LAM_TRACK
+                    )
+                    if pe <= cfg[POS_TOL] and re <= cfg[ROT_TOL]:
+                        break
             if pe > cfg[POS_TOL] or re > cfg[ROT_TOL]:
                 break
             far = False
