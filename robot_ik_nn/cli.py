@@ -48,7 +48,7 @@ def cmd_eval(args) -> int:
 def cmd_solve(args) -> int:
     from .ik.settings import IKSettings
     from .ik.solver import Solver
-    from .ik.targets import REJECTED
+    from .ik.targets import SOLVED
 
     _threads(args.threads)
     if args.order is not None and args.solutions is None:
@@ -66,6 +66,7 @@ def cmd_solve(args) -> int:
         raise ValueError(str(error).replace("IKSettings.iterations", "--refine")) from None
     if args.solutions is not None and args.refine == 0:
         raise ValueError("--solutions needs refinement: --refine 0 is the network alone")
+    _say_if_compiling()
     solver = Solver.load(args.model, settings, backend=args.backend)
     if args.path is not None:
         return _solve_path(args, solver)
@@ -83,12 +84,28 @@ def cmd_solve(args) -> int:
             if args.solutions is not None:
                 print(f"answer {k + 1} of {len(outs)} ({args.order} first)")
             _print_answer(out)
-    return 0 if outs[0]["status"] != REJECTED else 2
+    # one rule for every solve: 0 when each answer asked for is solved (within the tolerances),
+    # 2 when not (a best effort or a refusal: the answer is printed all the same)
+    return 0 if all(out["status"] == SOLVED for out in outs) else 2
+
+
+def _say_if_compiling() -> None:
+    from .ik.numba_cache import compiled_before
+
+    if not compiled_before():
+        print(
+            "compiling the IK kernel once (about half a minute; later runs load it from numba's "
+            "cache)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _solve_path(args, solver) -> int:
     """``solve --path FILE``: joints for every target of the file, as CSV."""
     import numpy as np
+
+    from .ik.inputs import near_limits
 
     if args.quat is not None or args.solutions is not None:
         raise ValueError(
@@ -108,6 +125,7 @@ def _solve_path(args, solver) -> int:
                 f"--start needs {solver.arm.dof} joint values for {solver.arm.name}; "
                 f"got {len(start)}"
             )
+        near_limits(start, solver.arm, "--start")
     path = solver.solve_path(P, Q, start=start, max_step=args.max_step)
     if args.json:
         print(

@@ -110,6 +110,7 @@ def test_solve_with_a_free_tool_axis_and_outside_the_reach(trained):
     run = cli("solve", str(trained), "--xyz", *map(str, far), "--json")
     out = json.loads(run.stdout)
     assert out["status"] == "best_effort" and out["reason"].startswith("outside the reach")
+    assert run.returncode == 2  # one rule: not solved, exit 2, the best effort printed all the same
 
 
 def test_solve_rejects_a_bad_target_with_exit_code_2(trained):
@@ -230,6 +231,12 @@ def test_solve_path_refuses_a_bad_file_by_line(trained, tmp_path):
     assert run.returncode == 2 and "leave out --quat" in run.stderr
     run = cli("solve", str(trained), "--xyz", "0.2", "0", "0.3", "--start", "0")
     assert run.returncode == 2 and "--start is where a --path begins" in run.stderr
+    good = tmp_path / "good.txt"
+    good.write_text("0.2 0 0.3\n")
+    degrees = ["0", "30", "-20", "0", "45", "0"]  # joint_2 at 30 lies far past its 0.64 rad
+    run = cli("solve", str(trained), "--path", str(good), "--start", *degrees)
+    assert run.returncode == 2 and "joint_2 = 30 lies outside its limits" in run.stderr, run.stderr
+    assert "degrees given?" in run.stderr
 
 
 def test_export_onnx_writes_model_onnx_that_answers_as_the_compiled_network(trained, tmp_path):

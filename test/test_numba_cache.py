@@ -83,3 +83,17 @@ def test_the_package_sources_have_a_digest_beside_the_cache():
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     place = numba_cache.cache_folder()
     assert (place / numba_cache.STAMP).read_text() == digest.hexdigest()
+
+
+def test_compiled_before_says_whether_the_first_solve_compiles(tmp_path):
+    folder = fake_tree(tmp_path)
+    assert not numba_cache.compiled_before(str(folder))  # a fresh install: nothing cached
+    numba_cache.keep_in_step(str(folder))
+    place = numba_cache.cache_folder(str(folder))
+    cached(place, "policy.pyc")  # bytecode is not compiled machine code
+    assert not numba_cache.compiled_before(str(folder))
+    cached(place, "policy.solve-10.py311.nbi")
+    assert numba_cache.compiled_before(str(folder))
+    (folder / "kernel.py").write_text("LAM = 1e-9\n")  # sources changed: dropped, compiles again
+    numba_cache.keep_in_step(str(folder))
+    assert not numba_cache.compiled_before(str(folder))

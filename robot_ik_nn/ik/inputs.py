@@ -48,3 +48,23 @@ def joints(value, shape: tuple, name: str) -> np.ndarray:
     if not (a @ a <= 1e12 if a.ndim == 1 else np.abs(a).max(initial=0.0) <= 1e6):
         raise ValueError(f"{name} holds joint values that are not finite or beyond 1e6")
     return np.ascontiguousarray(a)
+
+
+BEYOND = 0.1  # rad (or m) past a limit: no encoder reads that far out; degrees given, most likely
+
+
+def near_limits(q: np.ndarray, arm, name: str) -> np.ndarray:
+    """``q`` (dof,) unchanged when every joint is within ``BEYOND`` of its limits (a read a
+    little past a limit is an encoder's; continuous joints have none), else a ValueError naming
+    the first joint far outside: values in degrees where radians are meant land there."""
+    far = (q < arm.lower - BEYOND) | (q > arm.upper + BEYOND)
+    far &= ~arm.continuous
+    if far.any():
+        k = int(np.argmax(far))
+        unit = "m" if arm.joints[k].type == "prismatic" else "rad"
+        raise ValueError(
+            f"{name}: {arm.joint_names[k]} = {q[k]:g} lies outside its limits "
+            f"[{arm.lower[k]:.4g}, {arm.upper[k]:.4g}] {unit}"
+            + (" (degrees given? joints are in radians)" if unit == "rad" else "")
+        )
+    return q

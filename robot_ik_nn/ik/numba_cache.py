@@ -75,3 +75,15 @@ def keep_in_step(folder: str = HERE) -> bool:
     except OSError:
         return False
     return bool(stale)
+
+
+def compiled_before(folder: str = HERE) -> bool:
+    """Whether numba's cache holds compiled functions of ``folder`` for these sources (after
+    ``keep_in_step`` has dropped stale ones): when it does not, the first solve compiles."""
+    place = cache_folder(folder)
+    if place is None:
+        return False
+    try:
+        return any(p.suffix == ".nbi" for p in place.iterdir())
+    except OSError:
+        return False
