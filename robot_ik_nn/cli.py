@@ -516,6 +516,18 @@ def _stacks_on_sigusr1() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    code = _main(argv)
+    if argv is None and "spatialgeometry" in sys.modules:
+        # roboticstoolbox's scene graph (bench --peers) leaks its nanobind objects by design and
+        # nanobind lists each one at interpreter exit: dozens of lines after the results. The
+        # command is done and its files are written; leave without the teardown.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     args = parser().parse_args(argv)
     _stacks_on_sigusr1()
     args.argv = list(sys.argv[1:] if argv is None else argv)

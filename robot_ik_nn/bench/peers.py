@@ -28,10 +28,11 @@ PEERS = ("trac_ik", "rtb_ik_lm", "pybullet_ik")
 
 
 def _without_shapes(urdf_text: str) -> str:
-    """The URDF without visual and collision shapes (mesh paths that a peer cannot resolve)."""
+    """The URDF without visual and collision shapes (mesh paths that a peer cannot resolve) and
+    without inertials (kinematics needs none; KDL warns about a root link that has one)."""
     root = ET.fromstring(urdf_text)
     for link in root.iter("link"):
-        for tag in ("visual", "collision"):
+        for tag in ("visual", "collision", "inertial"):
             for el in link.findall(tag):
                 link.remove(el)
     return ET.tostring(root, encoding="unicode")
