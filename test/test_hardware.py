@@ -231,8 +231,10 @@ def test_a_goal_decided_before_resume_or_a_loss_is_refused_however_often_repeate
     now[0] = 102.0
     assert bridge.command(goal, decided) == "" and bridge.command(goal) == ""
     bridge.stop()
+    assert "outside their limits" in bridge.command(niryo.upper + 0.5)  # refused while stopped
     now[0] = 103.0
     bridge.resume()
+    assert bridge.last_refusal == ""  # the status after ~/resume does not read "refusing"
     assert "decided before the last ~/resume" in bridge.command(goal, decided)
     assert bridge.command(goal, 103.5) == ""  # a new target's goal
     now[0] = 104.0

@@ -148,6 +148,7 @@ class Bridge:
             self._setpoint = None
             self._resumed_at = self.clock()
             self.enabled = True
+            self.last_refusal = ""  # a refusal from before ~/resume no longer says how it is
 
     # -- the worker ------------------------------------------------------------------------------
     def start(self) -> "Bridge":
