@@ -14,7 +14,7 @@ from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.hardware import calibration
 from robot_ik_nn.hardware import inmoov as board
 from robot_ik_nn.hardware.bridge import Bridge, BridgeConfig
-from robot_ik_nn.hardware.driver import make_driver
+from robot_ik_nn.hardware.drivers import make_driver
 from robot_ik_nn.hardware.emulators import make, start
 
 pytestmark = pytest.mark.slow

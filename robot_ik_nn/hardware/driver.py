@@ -1,7 +1,7 @@
 """The driver contract every arm implements, simulated or real (as ros2_control's hardware
 interfaces do): the bridge above it never knows which arm is behind it.
 
-    driver = make_driver("niryo_one_tcp", arm, host="10.10.10.10")
+    driver = make_driver("niryo_one_tcp", arm, host="10.10.10.10")   # hardware/drivers.py
     driver.connect()                 # raises DriverError when the arm cannot be reached
     q = driver.read()                # joint positions (rad / m) in the arm model's joint order
     driver.write(q_goal)             # one joint goal; returns once the arm has taken it
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-DRIVERS = ("pybullet", "niryo_one_tcp", "niryo_ned", "inmoov_serial")
 # a reading this far outside a joint's limits is a broken reply, not an arm past its limit
 READ_SLACK = 0.2
 
@@ -85,27 +84,3 @@ def tcp_port(text, default: int = 40001) -> int:
     if not 0 <= port <= 65535:
         raise ValueError(f"port {port} is not a TCP port (0 to 65535)")
     return port
-
-
-def make_driver(kind: str, arm, *, host: str = "", port: str = "", calibration: str = "",
-                timeout: float = 2.0, **options) -> Driver:
-    """The driver called ``kind`` for ``arm``; ``port`` is a TCP port or a serial device."""
-    if kind == "pybullet":
-        from .pybullet_arm import PyBulletDriver
-
-        return PyBulletDriver(arm, **options)
-    if kind == "niryo_one_tcp":
-        from .niryo import NiryoOneTCP
-
-        return NiryoOneTCP(arm, host or "127.0.0.1", tcp_port(port), timeout=timeout)
-    if kind == "niryo_ned":
-        from .niryo import NiryoNed
-
-        return NiryoNed(arm, host or "127.0.0.1", tcp_port(port), timeout=timeout)
-    if kind == "inmoov_serial":
-        from .inmoov import InMoovSerial
-
-        if not port:
-            raise ValueError("inmoov_serial needs port:= the serial device (e.g. /dev/ttyACM0)")
-        return InMoovSerial(arm, port, calibration or None, timeout=timeout)
-    raise ValueError(f"unknown driver {kind!r}; choose one of {', '.join(DRIVERS)}")

@@ -31,7 +31,7 @@ from visualization_msgs.msg import MarkerArray
 from ..arm.model import ArmModel
 from ..arm.rotations import matrix_to_quaternion
 from ..hardware.bridge import Bridge, BridgeConfig
-from ..hardware.driver import DRIVERS, make_driver
+from ..hardware.drivers import DRIVERS, make_driver
 from ..ik.solver import Solver
 from . import markers
 from .common import RELIABLE, declare, live_parameters, spin_node, status
