@@ -55,7 +55,7 @@ class Gravity:
 def gravity_model(arm, payload_kg: float = 0.0, payload_xyz=(0.0, 0.0, 0.0)) -> Gravity:
     """The gravity model of ``arm`` (an ArmModel) from its URDF; ``payload_kg`` at
     ``payload_xyz`` in the tool frame (a gripper, a held part)."""
-    from .fit import chain_of
+    from .chain import chain_of
 
     with np.errstate(invalid="ignore"):  # a fixed joint's axis may be 0 0 0
         chain, _ = chain_of(arm)
