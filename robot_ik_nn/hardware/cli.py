@@ -30,7 +30,7 @@ def cmd_servo_template(args) -> int:
     return 0
 
 
-def add_parsers(sub) -> None:
+def register(sub) -> None:
     from .emulators import add_parser as add_emulate
 
     c = sub.add_parser(

@@ -12,10 +12,10 @@ import sys
 import threading
 from pathlib import Path
 
-from ..cli_args import port
+from ..arg_types import port
 
 
-def add_parser(sub) -> None:
+def register(sub) -> None:
     v = sub.add_parser(
         "view", help="a web page with the arm in 3-D, a target to drag and the answer live"
     )

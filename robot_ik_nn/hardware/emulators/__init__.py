@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 
-from ...cli_args import _count0
+from ...arg_types import count0
 
 EMULATORS = {"niryo_one": "niryo_one", "niryo_ned": "niryo_ned2",
              "inmoov_serial": "inmoov_right_arm"}  # emulator -> the arm it moves by default
@@ -91,7 +91,7 @@ def add_parser(sub) -> None:
     e.add_argument("--port", type=_port, default=40001, help="TCP port (0 = any free port)")
     e.add_argument("--link", default=None, help="inmoov_serial: a fixed path to its terminal")
     e.add_argument("--calibration", default=None, help="inmoov_serial: calibration YAML")
-    e.add_argument("--faults", type=_count0, default=0, help="spoil the first N replies")
+    e.add_argument("--faults", type=count0, default=0, help="spoil the first N replies")
     e.add_argument("--state", default=None, help="keep the joints in this JSON file")
     e.set_defaults(func=run)
 

@@ -13,24 +13,26 @@ import tempfile
 import threading
 from pathlib import Path
 
-from .cli import _threads, cmd_eval
+from ..arg_types import count, port, positive
+from .common import use_threads
+from .solve import cmd_eval
 
 STOP_FILE = "ROBOT_IK_NN_STOP_FILE"  # train --nproc: the file that asks the workers to stop
 
 
 def cmd_train(args) -> int:
-    from .learn.distributed import cpu_threads, world_from_env
+    from ..learn.distributed import cpu_threads, world_from_env
 
     if args.nproc and args.nproc > 1 and world_from_env()[1] == 1:
         _check_before_workers(args)  # one plain message here, not one per worker under torchrun
         return _torchrun(args)
     world = world_from_env()[1]
-    _threads(args.threads or (cpu_threads() if world > 1 else None), torch=True)
-    from .learn.training import Trainer
+    use_threads(args.threads or (cpu_threads() if world > 1 else None), torch=True)
+    from ..learn.training import Trainer
 
     config = _config(args)
     if args.view:  # refused before any training, not after
-        from .view.training import view_missing
+        from ..view.training import view_missing
 
         missing = view_missing()
         if missing:
@@ -42,7 +44,7 @@ def cmd_train(args) -> int:
         config, resume=args.resume, force=args.force, progress=not args.quiet, stop=stop
     )
     if args.view and not trainer.rank:  # one page, rank 0's
-        from .view.training import watch
+        from ..view.training import watch
 
         path = watch(trainer, host=args.view_host, port=args.view_port, stop=stop)
     else:
@@ -74,8 +76,8 @@ def cmd_train(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    _threads(args.threads, torch=True)
-    from .learn.merge import merge
+    use_threads(args.threads, torch=True)
+    from ..learn.merge import merge
 
     stop = _stop_between_steps()
     trainer = merge(
@@ -107,7 +109,7 @@ def cmd_merge(args) -> int:
 
 def _config(args):
     """The training run the command line asks for (refusing what TrainConfig refuses)."""
-    from .learn.training import TrainConfig
+    from ..learn.training import TrainConfig
 
     return TrainConfig(
         robot=args.robot,
@@ -134,10 +136,10 @@ def _check_before_workers(args) -> None:
     """What ``train --nproc N`` would refuse in each worker, refused once, before any starts."""
     import json
 
-    from . import model_dir
-    from .arm.model import ArmModel
-    from .learn.distributed import check_parallel
-    from .learn.run_files import TrainingError, begin, check, resumed_learn
+    from .. import model_dir
+    from ..arm.model import ArmModel
+    from ..learn.distributed import check_parallel
+    from ..learn.run_files import TrainingError, begin, check, resumed_learn
 
     config = _config(args)
     check_parallel(args.learner)
@@ -156,7 +158,7 @@ def _check_before_workers(args) -> None:
 
 def _learn(args):
     """The learner's settings from ``--learn KEY=VALUE`` and the options that set one of them."""
-    from .learn.learners import LearnConfig
+    from ..learn.learners import LearnConfig
 
     learn = LearnConfig().update(args.learn)
     if getattr(args, "batch_size", None) is not None:
@@ -280,3 +282,120 @@ def _stem(robot: str) -> str:
     from pathlib import Path
 
     return Path(robot).stem if robot.endswith(".urdf") else robot
+
+
+def register(sub) -> None:
+    from ..learn.learners import LEARNERS
+
+    t = sub.add_parser("train", help="train an IK network by reward")
+    t.add_argument(
+        "--robot",
+        default="niryo_one",
+        help="niryo_one, inmoov_right_arm, franka_panda, kuka_iiwa or a URDF path",
+    )
+    t.add_argument("--base", help="base link (default: the URDF's root)")
+    t.add_argument(
+        "--tip", help="tip link (default: the only leaf; required when the tree branches)"
+    )
+    t.add_argument(
+        "--mode",
+        choices=["pose", "position"],
+        default="pose",
+        help="targets with an orientation (pose) or positions alone",
+    )
+    t.add_argument(
+        "--learner",
+        choices=LEARNERS,
+        default="gradient",
+        help="how the network learns by reward (README: Learners)",
+    )
+    t.add_argument("--minutes", type=positive, help="time budget (default 5)")
+    t.add_argument("--steps", type=count, help="step budget (reproducible with --seed)")
+    t.add_argument("--device", default="cpu", help="cpu or cuda")
+    t.add_argument("--out", help="model folder (default models/<robot>)")
+    t.add_argument(
+        "--resume", action="store_true", help="continue the run in --out from its checkpoint"
+    )
+    t.add_argument("--force", action="store_true", help="start over even if --out holds a run")
+    t.add_argument("--seed", type=int, default=0, help="random seed (targets, weights, trials)")
+    t.add_argument(
+        "--hidden",
+        type=count,
+        nargs="+",
+        default=None,
+        help="hidden layer widths (default 128 128; evolution: 32 32)",
+    )
+    t.add_argument(
+        "--heads",
+        type=count,
+        default=None,
+        help="candidate branches the network proposes per target (default 4; explore and "
+        "evolution: 1)",
+    )
+    t.add_argument("--batch-size", type=count, help="targets per step (default: the learner's)")
+    t.add_argument(
+        "--learn",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="learner hyper-parameters (LearnConfig), e.g. population=128 sigma=0.03",
+    )
+    t.add_argument(
+        "--novelty", type=float, help="evolution: weight of novelty search (default 0: off)"
+    )
+    t.add_argument("--init", metavar="MODEL_DIR", help="start from this model's weights")
+    t.add_argument(
+        "--nproc", type=count, help="train in N processes (torchrun, DistributedDataParallel)"
+    )
+    t.add_argument(
+        "--region",
+        nargs="+",
+        metavar="COND",
+        help="keep training targets inside bounds, e.g. --region 'y>0' 'z<0.4' (metres)",
+    )
+    t.add_argument(
+        "--tracking", action="store_true", help="also feed the current joints to the network"
+    )
+    t.add_argument(
+        "--checkpoint-every", type=positive, default=30.0, help="seconds between checkpoints"
+    )
+    t.add_argument(
+        "--eval",
+        type=count,
+        nargs="?",
+        const=10000,
+        metavar="N",
+        help="evaluate on N held-out targets when training ends",
+    )
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.add_argument(
+        "--view",
+        action="store_true",
+        help="watch it learn in the browser (no ROS): the demo attempts as the arm, the error "
+        "curve, the network drawn; the page stays up after training until Ctrl-C (needs "
+        "pip install .[view])",
+    )
+    t.add_argument("--view-port", type=port, default=8080, help="the page's port with --view")
+    t.add_argument(
+        "--view-host", default="127.0.0.1", help="with --view: 0.0.0.0 opens it to the network"
+    )
+    t.set_defaults(func=cmd_train)
+
+    m = sub.add_parser("merge", help="merge model folders of one arm into one network")
+    m.add_argument("models", nargs="+", metavar="MODEL", help="two or more model folders")
+    m.add_argument("--out", required=True, help="the merged model folder")
+    m.add_argument("--minutes", type=positive, help="time budget (default 3)")
+    m.add_argument("--steps", type=count, help="step budget")
+    m.add_argument("--seed", type=int, default=0, help="random seed")
+    m.add_argument("--fresh", action="store_true", help="start from nothing, not the best")
+    m.add_argument(
+        "--learn",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        help="learner hyper-parameters (LearnConfig), as for train",
+    )
+    m.add_argument("--force", action="store_true", help="overwrite a run in --out")
+    m.add_argument("--resume", action="store_true", help="continue the merge in --out")
+    m.add_argument("--quiet", action="store_true", help="no progress bar")
+    m.set_defaults(func=cmd_merge)

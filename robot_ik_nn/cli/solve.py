@@ -1,0 +1,297 @@
+"""``robot-ik-nn eval`` and ``solve``: held-out targets scored, and one target (or a path)
+answered."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+from ..arg_types import count, count0, positive
+from .common import use_threads
+
+
+def cmd_eval(args) -> int:
+    from ..evaluate import evaluate, format_table
+
+    use_threads(args.threads, torch=args.device.startswith("cuda"))
+    result = evaluate(
+        args.model, targets=args.targets, seed=args.seed, device=args.device, batch=args.batch
+    )
+    print(json.dumps(result) if args.json else format_table(result))
+    return 0
+
+
+def cmd_solve(args) -> int:
+    from ..ik.settings import IKSettings
+    from ..ik.solver import Solver
+    from ..ik.targets import SOLVED
+
+    use_threads(args.threads)
+    if args.order is not None and args.solutions is None:
+        raise ValueError("--order orders several answers: give --solutions K too")
+    args.order = args.order or "nearest"
+    try:  # the settings' words name their fields; here the options are what the user gave
+        settings = IKSettings(
+            **({} if args.refine is None else {"iterations": args.refine}),
+            free_axis=args.free_axis,
+            collision_check=not args.no_collision_check,
+            collision_margin=args.collision_margin,
+            collision_pairs=args.collision_pairs,
+        )
+    except ValueError as error:
+        raise ValueError(str(error).replace("IKSettings.iterations", "--refine")) from None
+    if args.solutions is not None and args.refine == 0:
+        raise ValueError("--solutions needs refinement: --refine 0 is the network alone")
+    _say_if_compiling()
+    solver = Solver.load(args.model, settings, backend=args.backend)
+    if args.path is not None:
+        return _solve_path(args, solver)
+    if args.start is not None:
+        raise ValueError("--start is where a --path begins: give --path FILE too")
+    if args.solutions is None:
+        answers = [solver.solve(args.xyz, args.quat)]
+    else:
+        answers = solver.solve(args.xyz, args.quat, solutions=args.solutions, order=args.order)
+    outs = [_answer_dict(solver, a) for a in answers]
+    if args.json:
+        print(json.dumps(outs[0] if args.solutions is None else outs))
+    else:
+        for k, out in enumerate(outs):
+            if args.solutions is not None:
+                print(f"answer {k + 1} of {len(outs)} ({args.order} first)")
+            _print_answer(out)
+    # one rule for every solve: 0 when each answer asked for is solved (within the tolerances),
+    # 2 when not (a best effort or a refusal: the answer is printed all the same)
+    return 0 if all(out["status"] == SOLVED for out in outs) else 2
+
+
+def _say_if_compiling() -> None:
+    from ..ik.numba_cache import compiled_before
+
+    if not compiled_before():
+        print(
+            "compiling the IK kernel once (about half a minute; later runs load it from numba's "
+            "cache)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _solve_path(args, solver) -> int:
+    """``solve --path FILE``: joints for every target of the file, as CSV."""
+    import numpy as np
+
+    from ..ik.inputs import near_limits
+
+    if args.quat is not None or args.solutions is not None:
+        raise ValueError(
+            "--path takes each target's orientation from the file: leave out "
+            "--quat and --solutions"
+        )
+    P, Q = _read_path(args.path)
+    if args.start is None:
+        first = solver.solve(P[0], None if Q is None else Q[0])
+        if first.q is None:
+            raise ValueError(f"{args.path}: the first target has no answer ({first.reason})")
+        start = first.q
+    else:
+        start = np.asarray(args.start)
+        if start.shape != (solver.arm.dof,):
+            raise ValueError(
+                f"--start needs {solver.arm.dof} joint values for {solver.arm.name}; "
+                f"got {len(start)}"
+            )
+        near_limits(start, solver.arm, "--start")
+    path = solver.solve_path(P, Q, start=start, max_step=args.max_step)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "ok": path.ok,
+                    "reason": path.reason,
+                    "max_step_rad": path.max_step,
+                    "at": path.at,
+                    "planned": path.planned,
+                    "seconds": path.seconds,
+                    "joint_names": solver.arm.joint_names,
+                    "solved": path.solved.tolist(),
+                    "joints": [None if not np.all(np.isfinite(q)) else q.tolist() for q in path.q],
+                }
+            )
+        )
+    else:
+        print(
+            f"# {len(P)} targets, {int(path.solved.sum())} solved, largest joint step "
+            f"{path.max_step:.4f} rad (to target {path.at})"
+            + (", planned where tracking would jump" if path.planned else "")
+            + f", {path.seconds:.2f} s"
+        )
+        if path.reason:
+            print(f"# {path.reason}")
+        print("target,solved," + ",".join(solver.arm.joint_names))
+        for k, (q, ok) in enumerate(zip(path.q, path.solved)):
+            print(f"{k},{int(ok)}," + ",".join(f"{v:.6f}" for v in q))
+    return 0 if path.ok else 2
+
+
+def _read_path(name: str):
+    """(positions (n, 3), quaternions (n, 4) or None) from a path file (see ``--path``)."""
+    import numpy as np
+
+    try:
+        lines = open(name, encoding="utf-8").read().splitlines()
+    except OSError as error:
+        raise ValueError(f"--path: cannot read {name}: {error.strerror}") from None
+    rows = []
+    for number, line in enumerate(lines, 1):
+        line = line.split("#", 1)[0].replace(",", " ").split()
+        if not line:
+            continue
+        try:
+            values = [float(v) for v in line]
+        except ValueError:
+            raise ValueError(f"{name}, line {number}: not numbers: {' '.join(line)}") from None
+        if len(values) not in (3, 7) or (rows and len(values) != len(rows[0])):
+            raise ValueError(
+                f"{name}, line {number}: a target is 3 numbers (x y z) or 7 (x y z qx qy qz "
+                f"qw), the same on every line; got {len(values)}"
+            )
+        rows.append(values)
+    if not rows:
+        raise ValueError(f"--path: {name} holds no targets")
+    a = np.array(rows)
+    return a[:, :3], (a[:, 3:] if a.shape[1] == 7 else None)
+
+
+def _answer_dict(solver, answer) -> dict:
+    from ..arm.rotations import joint_angles_to_quaternions
+
+    q = answer.q
+    quats = None if q is None else joint_angles_to_quaternions(q, solver.arm.axes)
+    return {
+        "status": answer.status,
+        "reason": answer.reason,
+        "pos_err_mm": None if q is None else answer.pos_err * 1000,
+        "rot_err_deg": None if q is None else math.degrees(answer.rot_err),
+        "joint_names": solver.arm.joint_names,
+        "joints": None if q is None else q.tolist(),
+        "joint_quaternions": None if quats is None else quats.tolist(),
+        "microseconds": answer.seconds * 1e6,
+    }
+
+
+def _print_answer(out: dict) -> None:
+    print(f"{out['status']}" + (f": {out['reason']}" if out["reason"] else ""))
+    if out["joints"] is not None:
+        print(f"error: {out['pos_err_mm']:.4f} mm, {out['rot_err_deg']:.4f} deg")
+        print(f"{'joint':>18} {'angle (rad)':>12}   quaternion (x y z w)")
+        for name, a, qq in zip(out["joint_names"], out["joints"], out["joint_quaternions"]):
+            print(f"{name:>18} {a:>12.6f}   " + " ".join(f"{v:+.6f}" for v in qq))
+
+
+
+def register(sub) -> None:
+    from ..ik.settings import ORDERS
+
+    e = sub.add_parser("eval", help="evaluate a model folder on held-out targets")
+    e.add_argument("model")
+    e.add_argument("--targets", type=count, default=10000, help="held-out targets")
+    e.add_argument("--seed", type=int, default=12345, help="which held-out targets")
+    e.add_argument("--batch", type=count, help="targets per solver call (default: all at once)")
+    e.add_argument("--device", default="cpu", help="cpu or cuda (the batched torch solver)")
+    e.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+    e.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser("solve", help="joint angles and joint quaternions for one target")
+    s.add_argument("model")
+    where = s.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--xyz",
+        type=float,
+        nargs=3,
+        metavar=("X", "Y", "Z"),
+        help="the tool's position in the base frame (m)",
+    )
+    where.add_argument(
+        "--path",
+        metavar="FILE",
+        help="a whole path instead: a text file, a target per line, 'x y z' or 'x y z qx qy qz "
+        "qw' (spaces or commas; '#' starts a comment), answered with no joint step over "
+        "--max-step where the arm has such a way (Solver.solve_path); prints CSV: target, "
+        "solved, joints",
+    )
+    s.add_argument(
+        "--start",
+        type=float,
+        nargs="+",
+        metavar="RAD",
+        help="with --path: the arm's joints where the path begins (default: an answer to the "
+        "first target)",
+    )
+    s.add_argument(
+        "--max-step",
+        type=positive,
+        default=0.2,
+        help="with --path: the largest joint step between two targets' answers (rad)",
+    )
+    s.add_argument(
+        "--quat",
+        type=float,
+        nargs=4,
+        metavar=("X", "Y", "Z", "W"),
+        help="the tool's orientation (default: the position alone)",
+    )
+    s.add_argument(
+        "--refine",
+        type=count0,
+        help="refinement iterations from the first seed (default 10; 0: the network alone)",
+    )
+    s.add_argument(
+        "--backend",
+        choices=["compiled", "numpy", "onnx", "torch"],
+        default="compiled",
+        help="the network's forward pass (onnx: needs model.onnx, see export --onnx; torch: "
+        "needs torch)",
+    )
+    s.add_argument(
+        "--solutions",
+        type=count,
+        metavar="K",
+        help="up to K distinct answers (joints differing by more than the settings' "
+        "solution_threshold, 0.1 rad), in --order",
+    )
+    s.add_argument(
+        "--order",
+        choices=ORDERS,
+        help="with --solutions (default nearest): nearest to mid-range first, farthest from the "
+        "limits first, or most dexterous first",
+    )
+    s.add_argument(
+        "--free-axis",
+        choices=["x", "y", "z"],
+        default="",
+        help="leave the rotation about this axis of the tool free (a symmetric tool: only the "
+        "axis itself is aligned with the target's)",
+    )
+    s.add_argument(
+        "--no-collision-check",
+        action="store_true",
+        help="allow answers where the arm collides with itself (checked by default)",
+    )
+    s.add_argument(
+        "--collision-margin",
+        type=float,
+        default=0.0,
+        metavar="M",
+        help="least distance kept between the arm's surfaces (m, default 0)",
+    )
+    s.add_argument(
+        "--collision-pairs",
+        default="",
+        metavar="SRDF",
+        help="an SRDF whose disable_collisions are the link pairs left out (default: computed "
+        "from the URDF; write one with `robot-ik-nn collisions ARM --out FILE`)",
+    )
+    s.add_argument("--json", action="store_true", help="one JSON object (a list with --solutions)")
+    s.set_defaults(func=cmd_solve)
