@@ -157,12 +157,8 @@ def test_finder_reports_a_planted_circle():
 
 
 # Circles not broken yet, each with why; the test fails if one goes (delete its line then) or if
-# any other circle appears. ik/solver.py's Solver.load hands a calibrated folder to
-# calibration/served.py, whose CompliantSolver is a Solver: breaking it means moving the choice
-# of solver for a folder above both.
-KNOWN = [
-    ["robot_ik_nn.calibration.served", "robot_ik_nn.ik.solver"],
-]
+# any other circle appears.
+KNOWN: list = []
 
 
 def test_no_import_circle():

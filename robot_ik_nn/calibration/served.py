@@ -12,20 +12,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ik.solver import Solver
 from ..ik.targets import BEST_EFFORT, SOLVED
 from .compliance import Compliance, torques
 
 BEYOND = "the joints to command (sag included) leave the limits of "
 
 
-class CompliantSolver(Solver):
-    """A :class:`Solver` over a rigid calibrated arm plus each joint's compliance."""
+class CompliantSolver:
+    """A solver over a rigid calibrated arm plus each joint's compliance: this class mixed
+    into the rigid solver's own class (``Solver``), so that ``isinstance(s, CompliantSolver)``
+    and ``isinstance(s, Solver)`` both hold. Made by :meth:`over`. The class is put together
+    there, not written ``CompliantSolver(Solver)``, because ``Solver.load`` hands a calibrated
+    folder here: importing ik/solver.py from this module would make the two an import circle."""
 
     compliance: Compliance
 
     @classmethod
-    def over(cls, solver: Solver, comp: Compliance) -> "CompliantSolver":
+    def over(cls, solver, comp: Compliance) -> "CompliantSolver":
         """``solver`` (of the rigid calibrated arm) serving the compliant arm. The kernel's
         limits are drawn in by each joint's largest sag, so that the joints to command stay
         inside the arm's own limits (a sliver of the range, 0.3 deg on a soft servo, is lost
@@ -34,7 +37,7 @@ class CompliantSolver(Solver):
         sag = sag_bound(comp, solver.arm)
         if np.any(sag > 0):
             solver = solver.within(limits[0] + sag, limits[1] - sag)
-        other = object.__new__(cls)
+        other = object.__new__(_mixed(type(solver)))
         other.__dict__.update(solver.__dict__)
         other.compliance, other.limits, other.rigid = comp, limits, rigid
         other._variants = {}
@@ -109,6 +112,18 @@ class CompliantSolver(Solver):
         return "Compliant" + super().__repr__()
 
 
+_MIXED: dict = {}
+
+
+def _mixed(kind: type) -> type:
+    """``CompliantSolver`` over the solver class ``kind`` (one class per kind, made once)."""
+    if issubclass(kind, CompliantSolver):
+        return kind
+    if kind not in _MIXED:
+        _MIXED[kind] = type("CompliantSolver", (CompliantSolver, kind), {"__doc__": None})
+    return _MIXED[kind]
+
+
 def sag_bound(comp: Compliance, arm, samples: int = 4000) -> np.ndarray:
     """Each joint's largest sag (rad), over random poses within the limits, with a quarter
     more for the poses the sample missed."""
@@ -116,7 +131,7 @@ def sag_bound(comp: Compliance, arm, samples: int = 4000) -> np.ndarray:
     return 1.25 * np.abs(comp.c) * np.abs(torques(comp.gravity, q)).max(0)
 
 
-def serving(solver: Solver, folder) -> Solver:
+def serving(solver, folder):
     """``solver`` as a model folder serves it: compliant where the folder holds a compliance
     (calibrate's compliance.json), unchanged otherwise."""
     from .compliance import read
