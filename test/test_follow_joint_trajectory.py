@@ -172,15 +172,22 @@ def rig(action, served_model):
     target = probe.node.create_publisher(PoseStamped, "/inference_node/target_pose", RELIABLE)
     try:
         probe.wait_for(lambda: target.get_subscription_count() >= 1, 120, "the inference node")
-        # the node's action client finds the server in its own time: a target each second
-        # until one goal succeeds (before that, a target is answered "no ... server; not sent")
+        # the node's action client finds the server in its own time, and the node refuses a
+        # target until the stand-in's first /joint_states reach it ("no joint state yet"): a
+        # target each second until one goal succeeds; a target refused ends no goal, so each
+        # try waits a while for its goal's end and then tries again
         for _ in range(120):
             before = len(goal_reports(probe))
             send(probe, target, (ARM.lower + ARM.upper) / 2)
-            probe.wait_for(lambda n=before: len(goal_reports(probe)) > n, 60, "a goal's end")
-            if goal_reports(probe)[-1].endswith("succeeded"):
+            ended = time.monotonic() + 10.0
+            while len(goal_reports(probe)) == before and time.monotonic() < ended:
+                time.sleep(0.02)
+            if len(goal_reports(probe)) > before and goal_reports(probe)[-1].endswith("succeeded"):
                 break
             time.sleep(1.0)
+        else:
+            said = [s.message for m in probe.received["/inference_node/status"] for s in m.status]
+            raise AssertionError(f"no goal succeeded in 120 tries; the node said {said[-3:]}")
         yield probe, standin, target
     finally:
         probe.close()
