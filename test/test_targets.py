@@ -148,3 +148,26 @@ def test_a_batch_words_its_reasons_when_read_and_keeps_them(niryo_model):
     del kept
     gc.collect()
     assert alive() is None and "far outside" in result.reason[1]  # the result keeps no solver
+
+
+def test_joints_far_outside_their_limits_are_refused_by_name():
+    """current= and a path's start in degrees (or otherwise far past a limit) are refused,
+    naming the joint; a read a little past a limit (an encoder's) is taken."""
+    from robot_ik_nn.arm.model import ArmModel
+    from robot_ik_nn.ik.inputs import BEYOND
+
+    arm = ArmModel.load("niryo_one")
+    solver = Solver(arm)
+    p, R = solver.forward(arm.mid_range + 0.2)
+    q = matrix_to_quaternion(R)[0]
+    degrees = np.degrees(arm.mid_range + 0.2)  # the same joints, in degrees
+    with pytest.raises(ValueError, match=r"current: joint_\d = .* lies outside its limits"):
+        solver.solve(p[0], q, current=degrees)
+    small = np.array([0.0, 0.0, 0.0, 0.0, 30.0, 0.0])  # one joint only: 30 rad on the wrist
+    with pytest.raises(ValueError, match="joint_5 = 30 lies outside its limits"):
+        solver.solve(p[0], q, current=small)
+    with pytest.raises(ValueError, match="start: joint_"):
+        solver.solve_path(p, q[None], start=degrees)
+    worn = arm.upper + 0.5 * BEYOND  # a little past every upper limit: an encoder's read
+    assert solver.solve(p[0], q, current=worn).status == "solved"
+    assert solver.solve(p[0], q, current=arm.mid_range).status == "solved"

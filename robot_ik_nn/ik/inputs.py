@@ -53,6 +53,16 @@ def joints(value, shape: tuple, name: str) -> np.ndarray:
 BEYOND = 0.1  # rad (or m) past a limit: no encoder reads that far out; degrees given, most likely
 
 
+def far_norm2(arm) -> float:
+    """A squared norm that no joint set within ``BEYOND`` of the limits exceeds (inf with a
+    continuous joint): one dot product screens the arm's joints on every tracking call, and only
+    joints past it get the exact check, ``near_limits``."""
+    if arm.continuous.any():
+        return float("inf")
+    reach = np.maximum(np.abs(arm.lower - BEYOND), np.abs(arm.upper + BEYOND))
+    return float(reach @ reach)
+
+
 def near_limits(q: np.ndarray, arm, name: str) -> np.ndarray:
     """``q`` (dof,) unchanged when every joint is within ``BEYOND`` of its limits (a read a
     little past a limit is an encoder's; continuous joints have none), else a ValueError naming

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..arm.rotations import matrix_to_quaternion
 from . import collision, compiled_batch, layout, outside, policy, seeds, targets
-from .inputs import joints, vector
+from .inputs import far_norm2, joints, near_limits, vector
 from .settings import IKSettings
 from .targets import SOLVED, STATUS, Answer, BatchResult, words
 
@@ -86,6 +86,7 @@ class Solver:
         self._solve_one = None
         self._variants: dict = {}
         self._n, self._seed, self._cur = n, np.zeros((net.heads, n)), np.zeros(n)
+        self._far2 = far_norm2(self.arm)  # current= screened against it (inputs.py)
         # the arm's joints matter to the kernel only as a tracking network's input
         self._net_reads_current = self.network is not None and bool(net.meta[seeds.NM_TRACK])
         self._warm = [np.zeros((k, n)) for k in range(3)]
@@ -256,6 +257,8 @@ class Solver:
         has_quat = quaternion is not None
         if current is not None:
             checked = joints(current, self._dof, "current")
+            if checked @ checked > self._far2:  # only joints far out get the exact check
+                near_limits(checked, self.arm, "current")
             last = checked if last is current else last  # one array given for both: one check
             current = checked
         if last is not None and last is not current:
@@ -335,6 +338,7 @@ class Solver:
         others) or over the branches of answers (ik/path.py)."""
         from .path import solve_path
 
+        near_limits(joints(start, self._dof, "start"), self.arm, "start")
         return solve_path(
             self, positions, quaternions, start=start, max_step=max_step, joint=joint
         )
