@@ -110,7 +110,7 @@ def test_solve_with_a_free_tool_axis_and_outside_the_reach(trained):
     run = cli("solve", str(trained), "--xyz", *map(str, far), "--json")
     out = json.loads(run.stdout)
     assert out["status"] == "best_effort" and out["reason"].startswith("outside the reach")
-    assert run.returncode == 2  # one rule: not solved, exit 2, the best effort printed all the same
+    assert run.returncode == 2  # one rule: not solved, exit 2, the best effort printed anyway
 
 
 def test_solve_rejects_a_bad_target_with_exit_code_2(trained):
