@@ -1,6 +1,7 @@
 """Shared fixtures. Every test run gets its own ROS_DOMAIN_ID so parallel runs don't cross-talk."""
 
 import os
+import shutil
 
 import pytest
 import torch
@@ -76,6 +77,18 @@ def slider_arm(tmp_path_factory):
     urdf = tmp_path_factory.mktemp("urdf") / "slider.urdf"
     urdf.write_text(SLIDER_URDF)
     return ArmModel.load(urdf)
+
+
+@pytest.fixture(scope="module")
+def served_model(request, tmp_path_factory):  # the DDS tests of MoveIt and the action
+    """The model folder served: niryo_model below (trained here), or a copy of a trained
+    Niryo One folder named by ROBOT_IK_NN_TEST_MODEL (a loaded machine's shortcut)."""
+    given = os.environ.get("ROBOT_IK_NN_TEST_MODEL")
+    if not given:
+        return request.getfixturevalue("niryo_model")
+    out = tmp_path_factory.mktemp("given") / "niryo_one"
+    shutil.copytree(given, out)
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -7,8 +7,6 @@ path tolerance from the trajectory, and honours cancel requests."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import threading
 import time
 
@@ -31,18 +29,6 @@ pytestmark = pytest.mark.ros
 ARM = ArmModel.load("niryo_one")
 TOLERANCE = 0.05  # rad: the path and goal tolerances the node is given
 SPEED = 20.0  # the stand-in plays trajectories this much faster than their time_from_start
-
-
-@pytest.fixture(scope="module")
-def served_model(request, tmp_path_factory):
-    """The model folder served: conftest's niryo_model (trained here), or a copy of a trained
-    Niryo One folder named by ROBOT_IK_NN_TEST_MODEL (a loaded machine's shortcut)."""
-    given = os.environ.get("ROBOT_IK_NN_TEST_MODEL")
-    if not given:
-        return request.getfixturevalue("niryo_model")
-    out = tmp_path_factory.mktemp("given") / "niryo_one"
-    shutil.copytree(given, out)
-    return out
 
 
 @pytest.fixture(scope="module")

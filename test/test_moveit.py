@@ -6,8 +6,6 @@ answers are judged by PyBullet's forward kinematics and contact query, not the p
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 
 import numpy as np
@@ -27,18 +25,6 @@ EXTRA = {"gripper_left_joint": 0.01, "camera_pan": -0.3}  # joints of other grou
 SUCCESS, NO_IK_SOLUTION, FRAME_TRANSFORM_FAILURE, INVALID_LINK_NAME, INVALID_GROUP_NAME = (
     1, -31, -21, -18, -15,
 )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def served_model(request, tmp_path_factory):
-    """The model folder served: conftest's niryo_model (trained here), or a copy of a trained
-    Niryo One folder named by ROBOT_IK_NN_TEST_MODEL (a loaded machine's shortcut)."""
-    given = os.environ.get("ROBOT_IK_NN_TEST_MODEL")
-    if not given:
-        return request.getfixturevalue("niryo_model")
-    out = tmp_path_factory.mktemp("given") / "niryo_one"
-    shutil.copytree(given, out)
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,6 @@ model's arm over DDS, sim time, the joint states' topic remapped, model_dir reso
 from __future__ import annotations
 
 import importlib.util
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -25,18 +23,6 @@ from robot_ik_nn.session import ARGUMENTS, SessionError, plan
 pytestmark = pytest.mark.ros
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def served_model(request, tmp_path_factory):
-    """The model folder served: conftest's niryo_model (trained here), or a copy of a trained
-    Niryo One folder named by ROBOT_IK_NN_TEST_MODEL (a loaded machine's shortcut)."""
-    given = os.environ.get("ROBOT_IK_NN_TEST_MODEL")
-    if not given:
-        return request.getfixturevalue("niryo_model")
-    out = tmp_path_factory.mktemp("given") / "niryo_one"
-    shutil.copytree(given, out)
-    return out
 
 
 def names(nodes):
