@@ -28,7 +28,7 @@ import numpy as np
 from ..arm.rotations import matrix_to_quaternion, quaternion_to_matrix
 from ..evaluate import held_out_targets
 from ..ik.path import tracked
-from .measure import judge, one_cpu, tracking_path
+from .measure import judge, one_cpu, progress_bar, tracking_path
 
 
 def measure(model, targets: int = 10000, unreachable: int = 1000, paths: int = 8, **kw) -> dict:
@@ -124,7 +124,7 @@ def _score(solver, q, p, quat) -> float:
 def tracking(solver, paths: int, n: int = 1000, own_step: float = 0.1, bar=False) -> dict:
     arm, pose = solver.arm, solver.mode == "pose"
     rows, set_aside, seed = [], [], 100
-    shown = _bar(paths, f"tracking paths ({arm.name})") if bar else None
+    shown = progress_bar(paths, f"tracking paths ({arm.name})") if bar else None
     while len(rows) < paths:
         q_path, P, R = tracking_path(arm, solver.forward, n, seed=seed)
         seed += 1
@@ -179,14 +179,6 @@ def tracking(solver, paths: int, n: int = 1000, own_step: float = 0.1, bar=False
             ),
         },
     }
-
-
-def _bar(total: int, desc: str):
-    try:
-        from tqdm import tqdm
-    except ImportError:  # the bar is a nicety: the base install has no tqdm
-        return None
-    return tqdm(total=total, desc=desc, unit="path", dynamic_ncols=True)
 
 
 def format_table(r: dict) -> str:

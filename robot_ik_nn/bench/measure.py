@@ -96,3 +96,13 @@ def tracking_path(arm, fk, n: int, step_m: float = 0.005, seed: int = 3):
     q = np.array([np.interp(picks, np.arange(len(dense)), dense[:, j]) for j in range(arm.dof)]).T
     P, R = fk(q)
     return q, P, R
+
+
+def progress_bar(total: int, desc: str, unit: str = "path"):
+    """A tqdm bar for a long measurement, or None where tqdm is not installed (the base install
+    has none: the bar is a nicety)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True)

@@ -28,7 +28,7 @@ from scipy.interpolate import CubicSpline
 
 from ..arm.rotations import matrix_to_quaternion
 from ..ik.path import walk_samples
-from .measure import judge, one_cpu
+from .measure import judge, one_cpu, progress_bar
 
 JUMP = 0.2  # rad: a step of any joint over this between two answers is a jump
 
@@ -106,7 +106,7 @@ def measure(model, paths: int, targets: int = 1000, network: bool = False, say=N
         solver = solver.without_network()
     arm = solver.arm
     (say or (lambda text: None))(f"{paths} spline paths of up to {targets} targets ({arm.name})")
-    shown = _bar(paths, f"tracking paths ({arm.name})") if bar else None
+    shown = progress_bar(paths, f"tracking paths ({arm.name})") if bar else None
     rows = []
     q0, P0, R0 = spline_path(arm, solver.forward, 0, 20)  # compiled before anything is timed
     Q0 = matrix_to_quaternion(R0) if pose else None
@@ -175,14 +175,6 @@ def measure(model, paths: int, targets: int = 1000, network: bool = False, say=N
             "rows": rows,
         },
     }
-
-
-def _bar(total: int, desc: str):
-    try:
-        from tqdm import tqdm
-    except ImportError:  # the bar is a nicety: the base install has no tqdm
-        return None
-    return tqdm(total=total, desc=desc, unit="path", dynamic_ncols=True)
 
 
 def format_table(r: dict) -> str:
