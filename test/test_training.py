@@ -181,6 +181,14 @@ def wait_under_way(proc, out, timeout: float = 300.0) -> None:
         time.sleep(0.05)
 
 
+def _identity(path) -> tuple[int, int]:
+    """Which file ``path`` is: its inode and when it was written. The inode alone is not enough:
+    two saves after the frozen one (the periodic one then the stop's) can hand the second file
+    the inode the first one freed."""
+    stat = path.stat()
+    return stat.st_ino, stat.st_mtime_ns
+
+
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     clean = tmp_path_factory.mktemp("uninterrupted") / "clean"
@@ -199,14 +207,14 @@ def test_a_stopped_run_resumes_to_the_uninterrupted_one(tmp_path, stop, uninterr
     wait_under_way(proc, crashed)
     proc.send_signal(signal.SIGSTOP)  # held still mid-run while it is judged and signalled
     frozen = torch.load(crashed / CHECKPOINT, weights_only=True)["step"]
-    frozen_file = (crashed / CHECKPOINT).stat().st_ino  # rewritten: another file (os.replace)
+    frozen_file = _identity(crashed / CHECKPOINT)  # rewritten: another file (os.replace)
     assert 0 < frozen < 400 and not (crashed / "model.json").exists()
     proc.send_signal(stop)  # Ctrl-C and SIGTERM end the step in flight first: its random state
     if stop != signal.SIGKILL:  # is saved
         proc.send_signal(signal.SIGCONT)
     output = proc.communicate(timeout=300)[0].decode()
     ckpt = torch.load(crashed / CHECKPOINT, weights_only=True)
-    rewritten = (crashed / CHECKPOINT).stat().st_ino != frozen_file
+    rewritten = _identity(crashed / CHECKPOINT) != frozen_file
     if stop == signal.SIGKILL:
         assert ckpt["step"] == frozen and not rewritten
         assert not (crashed / "model.json").exists()
