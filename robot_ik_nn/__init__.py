@@ -64,9 +64,9 @@ def __getattr__(name: str):
 
         return IKSettings
     if name in ("Answer", "BatchResult", "SOLVED", "BEST_EFFORT", "REJECTED"):
-        from .ik import targets
+        from .ik import results
 
-        return getattr(targets, name)
+        return getattr(results, name)
     if name == "ArmModel":
         from .arm.model import ArmModel
 

@@ -114,7 +114,7 @@ def evaluate(
     ]
     sync()
     seconds = time.perf_counter() - started
-    from .ik.targets import BatchResult
+    from .ik.results import BatchResult
 
     s = BatchResult.concatenate(parts).summary()
     result["refined"] = {
@@ -148,7 +148,7 @@ def _torch_solver(model, settings, device):
     import torch
 
     from . import model_dir
-    from .ik.batched import TorchSolver
+    from .ik.torch_solver import TorchSolver
 
     loaded = model_dir.load(model, device=device)
     solver = TorchSolver(loaded.arm, loaded.net, settings, device=device)

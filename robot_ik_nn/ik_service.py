@@ -15,7 +15,7 @@ import numpy as np
 
 from .arm.rotations import matrix_to_quaternion, quaternion_to_matrix
 from .ik.inputs import joints
-from .ik.targets import SOLVED
+from .ik.results import SOLVED
 
 SUCCESS = 1
 NO_IK_SOLUTION = -31

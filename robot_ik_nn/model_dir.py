@@ -359,8 +359,8 @@ def load(path: str | Path, arm: ArmModel | None = None, device="cpu") -> LoadedM
 
 def export_onnx(path: str | Path) -> Path:
     """Write ``model.onnx`` (the network's layers) into a model folder, from its weights."""
+    from .ik.network_forward import pack_network
     from .ik.onnx_layers import onnx_bytes
-    from .ik.seeds import pack_network
 
     folder = read(path)
     if folder.path != Path(path):

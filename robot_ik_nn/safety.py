@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ik import targets
+from .ik import reasons, verdicts
 from .ik.settings import IKSettings
 
 _NOWHERE = np.zeros(3)
@@ -93,7 +93,7 @@ def check_target(
 
     ``orientation`` is (x, y, z, w) or None for position-only targets; ``stamp`` and ``now`` are
     seconds on the same clock; ``frames`` are the frame ids the solver works in. The numbers are
-    judged by targets.check, the verdict every solver gives (whether the arm can reach the
+    judged by verdicts.check, the verdict every solver gives (whether the arm can reach the
     position is the solver's to say).
     """
     p = np.asarray(position, dtype=float)
@@ -102,11 +102,11 @@ def check_target(
         return f"position must have 3 numbers, got {p.tolist()}"
     if q.shape != (4,):
         return f"orientation must be a quaternion (x, y, z, w), got {q.tolist()}"
-    code = targets.check(
+    code = verdicts.check(
         p, q, orientation is not None, _NOWHERE, math.inf, math.inf, quat_tolerance
     )
-    if code != targets.OK:
-        return targets.reason(code, p, q, quat_tolerance=quat_tolerance)
+    if code != verdicts.OK:
+        return reasons.reason(code, p, q, quat_tolerance=quat_tolerance)
     if not frame_id:
         return "frame_id is empty"
     if frame_id not in frames:
@@ -127,7 +127,7 @@ def check_target(
 
 
 def not_commanded(answer, accept_best_effort: bool) -> str:
-    """Why an answer (ik.targets.Answer) is not to be commanded, or "" when it may be: a solved
+    """Why an answer (ik.results.Answer) is not to be commanded, or "" when it may be: a solved
     answer may; a best effort only with ``accept_best_effort``, and never one whose joints
     collide; a rejected target never."""
     if answer.solved:

@@ -53,7 +53,7 @@ def test_a_free_tool_axis_leaves_the_angle_about_it_free(solver, niryo_model):
 
 def test_the_torch_solver_refuses_a_free_axis_and_collision_checks(niryo_model):
     from robot_ik_nn import model_dir
-    from robot_ik_nn.ik.batched import TorchSolver
+    from robot_ik_nn.ik.torch_solver import TorchSolver
 
     loaded = model_dir.load(niryo_model)
     for settings in (IKSettings(free_axis="z"), IKSettings(collision_check=True)):

@@ -21,8 +21,12 @@ SERVING = [
     "robot_ik_nn.ik.kernel",
     "robot_ik_nn.ik.layout",
     "robot_ik_nn.ik.policy",
-    "robot_ik_nn.ik.seeds",
-    "robot_ik_nn.ik.targets",
+    "robot_ik_nn.ik.network_forward",
+    "robot_ik_nn.ik.verdicts",
+    "robot_ik_nn.ik.reasons",
+    "robot_ik_nn.ik.results",
+    "robot_ik_nn.ik.network_backends",
+    "robot_ik_nn.ik.several_answers",
     "robot_ik_nn.ik.settings",
     "robot_ik_nn.ik.onnx_layers",
     "robot_ik_nn.ik.collision",
@@ -74,4 +78,4 @@ def test_serving_imports_no_torch():
 
 def test_the_checks_themselves_see_what_they_look_for():
     assert _imported(["robot_ik_nn.hardware.pybullet_arm"], ("pybullet",)) == ["pybullet"]
-    assert _imported(["robot_ik_nn.ik.batched"], ("torch",)) == ["torch"]
+    assert _imported(["robot_ik_nn.ik.torch_solver"], ("torch",)) == ["torch"]

@@ -21,7 +21,7 @@ from sensor_msgs.msg import JointState
 from test_moveit import Contacts
 
 from robot_ik_nn.arm.model import ArmModel
-from robot_ik_nn.ik.targets import SOLVED
+from robot_ik_nn.ik.results import SOLVED
 from robot_ik_nn.nodes.common import RELIABLE
 
 pytestmark = pytest.mark.ros

@@ -328,7 +328,7 @@ def test_a_driver_that_cannot_reach_its_arm_says_where(niryo):
 
 
 def test_answers_stay_inside_a_narrower_servo_range(tmp_path, inmoov):
-    """The inference node's solver with the arm node's calibration (Solver.within): every
+    """The inference node's solver with the arm node's calibration (Solver.with_limits): every
     answer is one the bridge takes, where the URDF alone would allow goals it refuses."""
     from robot_ik_nn.ik.solver import Solver
 
@@ -340,7 +340,7 @@ def test_answers_stay_inside_a_narrower_servo_range(tmp_path, inmoov):
     lo, hi = zip(*(s.joint_range() for s in calibration.load_calibration(path, inmoov)))
     lo, hi = np.maximum(lo, inmoov.lower), np.minimum(hi, inmoov.upper)
     assert np.any(hi - lo < inmoov.upper - inmoov.lower - 0.5)  # narrower indeed
-    solver = Solver(inmoov).within(lo, hi)
+    solver = Solver(inmoov).with_limits(lo, hi)
     rng = np.random.default_rng(5)
     q = inmoov.lower + (inmoov.upper - inmoov.lower) * rng.random((200, inmoov.dof))
     P, _ = solver.forward(q)  # positions of the whole URDF range: many outside the servos'
@@ -351,4 +351,8 @@ def test_answers_stay_inside_a_narrower_servo_range(tmp_path, inmoov):
     single = solver.solve(P[0])
     assert np.all(single.q >= lo - 1e-9) and np.all(single.q <= hi + 1e-9)
     with pytest.raises(ValueError, match="do not overlap"):
-        Solver(inmoov).within(inmoov.upper + 1, inmoov.upper + 2)
+        Solver(inmoov).with_limits(inmoov.upper + 1, inmoov.upper + 2)
+    with pytest.warns(DeprecationWarning, match=r"Solver\.with_limits\(\)"):  # the old name
+        old = Solver(inmoov).within(lo, hi)
+    np.testing.assert_array_equal(old.arm.lower, solver.arm.lower)
+    np.testing.assert_array_equal(old.arm.upper, solver.arm.upper)

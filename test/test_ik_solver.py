@@ -12,11 +12,12 @@ import torch
 from robot_ik_nn import model_dir
 from robot_ik_nn.arm.rotations import matrix_to_quaternion, rotation_angle, wrap_angle
 from robot_ik_nn.evaluate import held_out_targets
-from robot_ik_nn.ik import candidates, kernel, layout, seeds
-from robot_ik_nn.ik.batched import TorchSolver
+from robot_ik_nn.ik import candidates, kernel, layout
 from robot_ik_nn.ik.forward import quat_to_matrix
+from robot_ik_nn.ik.network_forward import net_forward
 from robot_ik_nn.ik.settings import IKSettings
 from robot_ik_nn.ik.solver import Solver
+from robot_ik_nn.ik.torch_solver import TorchSolver
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +42,8 @@ def angle_gap(a, b):
 
 
 def test_an_onnx_file_not_of_these_weights_is_refused(with_onnx, tmp_path):
+    from robot_ik_nn.ik.network_forward import pack_network
     from robot_ik_nn.ik.onnx_layers import onnx_bytes
-    from robot_ik_nn.ik.seeds import pack_network
 
     folder = tmp_path / "niryo_one"
     folder.mkdir()
@@ -91,7 +92,7 @@ def test_every_backend_gives_the_torch_networks_joints(with_onnx, targets):
     # 1e-12 rad on 1,000 targets (the test's network: 6e-14 compiled, 4e-13 numpy and onnx)
     gaps = {"compiled": 0.0}
     for i in range(1000):
-        seeds.net_forward(compiled._netw, sizes, meta, P[i], R[i], np.zeros(6), False, out, h1, h2)
+        net_forward(compiled._netw, sizes, meta, P[i], R[i], np.zeros(6), False, out, h1, h2)
         gaps["compiled"] = max(gaps["compiled"], angle_gap(out, exact[i]))
     for backend in ("numpy", "onnx"):
         seeded = Solver.load(with_onnx, backend=backend).network_seeds(P, R)
@@ -421,7 +422,7 @@ def test_a_tracking_network_gets_the_torch_networks_joints_from_every_backend(
     out, h1, h2 = np.empty((2, arm.dof)), np.empty(2 * width), np.empty(2 * width)
     gaps = {"compiled": 0.0}
     for i in range(len(P)):
-        seeds.net_forward(compiled._netw, sizes, meta, P[i], R[i], current[i], True, out, h1, h2)
+        net_forward(compiled._netw, sizes, meta, P[i], R[i], current[i], True, out, h1, h2)
         gaps["compiled"] = max(gaps["compiled"], angle_gap(out, exact[i]))
     for backend in ("numpy", "onnx"):
         found = Solver.load(tracking_model, backend=backend).network_seeds(P, R, current)

@@ -14,11 +14,11 @@ from ros_helpers import Probe, node_process, stop
 from std_msgs.msg import String
 from test_session import _stand_in_launch
 
-from robot_ik_nn import session
 from robot_ik_nn.arm.model import ArmModel
+from robot_ik_nn.nodes import session
 from robot_ik_nn.nodes.common import RELIABLE
 from robot_ik_nn.nodes.robot_description import LATCHED
-from robot_ik_nn.session import ARGUMENTS, SessionError, plan
+from robot_ik_nn.nodes.session import ARGUMENTS, SessionError, plan
 
 pytestmark = pytest.mark.ros
 

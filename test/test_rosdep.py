@@ -52,7 +52,7 @@ OPTIONAL = {
 BASE_ROOTS = (
     "robot_ik_nn",
     "robot_ik_nn.cli",
-    "robot_ik_nn.session",
+    "robot_ik_nn.nodes.session",
     "robot_ik_nn.nodes.inference_node",
     "robot_ik_nn.nodes.arm_node",
     "robot_ik_nn.nodes.launch_description",

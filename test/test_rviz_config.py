@@ -52,7 +52,7 @@ def test_every_named_topic_is_published_with_its_type(tmp_path):
     from ros_helpers import Probe
     from test_training_session import _session, interrupt
 
-    from robot_ik_nn.session import plan
+    from robot_ik_nn.nodes.session import plan
 
     expected = named_topics()
     ours = {t: v for t, v in expected.items() if t not in FROM_ROBOT_STATE_PUBLISHER}

@@ -277,9 +277,9 @@ def test_a_pose_that_collides_is_never_commanded():
     assert inside.status == "best_effort" and inside.q is not None and inside.collides
     assert buried.collisions.in_collision(inside.q) and inside.reason.startswith("collides")
     # "collides" is said of joints that do; a free closest pose after colliding answers is not
-    from robot_ik_nn.ik import targets
+    from robot_ik_nn.ik import verdicts
 
-    free = solver._reason(1, targets.COLLIDES, np.zeros(3), None, 0.2, 0.5, collides=False)
+    free = solver._reason(1, verdicts.COLLIDES, np.zeros(3), None, 0.2, 0.5, collides=False)
     assert free.startswith("not found: the answers within tolerance collide; this is the closest")
     assert not_commanded(inside, accept_best_effort=False) == inside.reason
     assert "a pose that collides is never commanded" in not_commanded(inside, True)

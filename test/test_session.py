@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from robot_ik_nn.nodes.session import ARGUMENTS, SessionError, load_params, parse_assignments, plan
 from robot_ik_nn.nodes.trajectory import TrajectoryFollower
-from robot_ik_nn.session import ARGUMENTS, SessionError, load_params, parse_assignments, plan
 
 pytestmark = pytest.mark.ros
 
@@ -196,7 +196,7 @@ def _stand_in_launch(monkeypatch):
 def test_launch_files_declare_the_session_s_arguments_and_run_its_plan(session, monkeypatch):
     """Each launch file, run with launch stood in for: it declares exactly the session's
     arguments at their defaults, and the actions it makes from them (the values ros2 launch
-    hands it) are the nodes robot_ik_nn.session.plan gives for the same arguments, with their
+    hands it) are the nodes robot_ik_nn.nodes.session.plan gives for the same arguments, with their
     executables, names, parameters and remappings, and the session's end where plan says."""
     import importlib.util
 

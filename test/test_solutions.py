@@ -12,7 +12,7 @@ from robot_ik_nn.arm.rotations import matrix_to_quaternion
 from robot_ik_nn.bench.measure import judge
 from robot_ik_nn.bench.solutions import completeness
 from robot_ik_nn.evaluate import held_out_targets
-from robot_ik_nn.ik import many
+from robot_ik_nn.ik import several_answers
 from robot_ik_nn.ik.solver import Solver
 
 
@@ -62,7 +62,7 @@ def test_brute_force_finds_little_more(solver, targets):
     assert found / total >= 0.8
 
 
-@pytest.mark.parametrize("order", many.ORDERS)
+@pytest.mark.parametrize("order", several_answers.ORDERS)
 def test_orders(solver, targets, order):
     P, _, Q = targets
     current = solver.arm.mid_range + 0.3

@@ -13,8 +13,8 @@ import pytest
 from robot_ik_nn import model_dir
 from robot_ik_nn.arm.rotations import matrix_to_quaternion
 from robot_ik_nn.evaluate import held_out_targets
-from robot_ik_nn.ik.batched import TorchSolver
 from robot_ik_nn.ik.solver import Solver
+from robot_ik_nn.ik.torch_solver import TorchSolver
 from robot_ik_nn.safety import check_target
 
 
@@ -105,7 +105,8 @@ def test_the_safety_gate_says_what_the_solvers_say(niryo_model):
 def test_a_batch_words_its_reasons_when_read_and_keeps_them(niryo_model):
     """Reasons are worded when read (a million best efforts spent longer on words than on
     solving), read like a list, survive concatenation and the caller reusing its arrays."""
-    from robot_ik_nn.ik.targets import BatchResult, Reasons
+    from robot_ik_nn.ik.reasons import Reasons
+    from robot_ik_nn.ik.results import BatchResult
 
     asked = []
     lazy = Reasons(4, lambda i: asked.append(i) or f"r{i}")

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from robot_ik_nn.arm.model import ArmModel, RobotModelError
+from robot_ik_nn.arm.resources import PYBULLET_DATA_ARMS as ARMS  # every arm in pybullet_data
 from robot_ik_nn.arm.resources import pybullet_data_path
-from robot_ik_nn.bench.vendor_arms import ARMS  # every arm URDF in pybullet_data
 from robot_ik_nn.ik.settings import IKSettings
 from robot_ik_nn.ik.solver import Solver
 
@@ -176,7 +176,7 @@ def test_every_arm_in_pybullet_data_loads_and_solves(relative):
 
 
 # one file per vendor family here (the others differ in limits or mass only); every arm, one
-# minute each: python -m robot_ik_nn.bench.vendor_arms (benchmarks/vendor_arms.json)
+# minute each: python scripts/vendor_arms.py (benchmarks/vendor_arms.json)
 @pytest.mark.parametrize(
     "relative", ["kuka_iiwa/model.urdf", "xarm/xarm6_with_gripper.urdf", "franka_panda/panda.urdf"]
 )

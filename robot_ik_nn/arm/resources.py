@@ -22,6 +22,19 @@ PYBULLET_ROBOTS = {
 }
 NAMED_ROBOTS = BUILTIN_ROBOTS + tuple(PYBULLET_ROBOTS)
 
+# every arm in pybullet_data (legged robots and cars are not arms), with its tip where the tree
+# branches (a gripper's fingers)
+PYBULLET_DATA_ARMS = {
+    "kuka_iiwa/model.urdf": None,
+    "kuka_iiwa/model_for_sdf.urdf": None,
+    "kuka_iiwa/model_free_base.urdf": None,
+    "kuka_iiwa/model_vr_limits.urdf": None,
+    "xarm/xarm6_robot.urdf": None,
+    "xarm/xarm6_robot_white.urdf": None,
+    "xarm/xarm6_with_gripper.urdf": "xarm_gripper_base_link",
+    "franka_panda/panda.urdf": "panda_hand",
+}
+
 
 def _candidates() -> list[Path]:
     found = []

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..arm.rotations import matrix_to_quaternion
 from ..evaluate import held_out_targets
-from ..ik.seeds import BACKENDS
+from ..ik.network_forward import BACKENDS
 from .measure import judge, one_at_a_time, one_cpu, row, tracking_path
 
 
@@ -223,7 +223,7 @@ def _torch_batched(model, settings, P, Q, R, fk, arm, n: int) -> dict:
     except ImportError:
         return {"note": "skipped: torch is not installed"}
     from .. import model_dir
-    from ..ik.batched import TorchSolver
+    from ..ik.torch_solver import TorchSolver
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     loaded = model_dir.load(model, device=device)

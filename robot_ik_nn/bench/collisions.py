@@ -125,13 +125,12 @@ def vendor_arms(n: int, say) -> dict:
     import warnings
 
     from ..arm.model import ArmModel
-    from ..arm.resources import pybullet_data_path
+    from ..arm.resources import PYBULLET_DATA_ARMS, pybullet_data_path
     from ..hardware.pybullet_arm import ArmSim
     from ..ik.collision import CollisionModel
-    from .vendor_arms import ARMS
 
     out = {}
-    for relative, tip in ARMS.items():
+    for relative, tip in PYBULLET_DATA_ARMS.items():
         say(f"  {relative}")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # vendors' files: missing inertials and the like

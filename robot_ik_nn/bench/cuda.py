@@ -30,9 +30,9 @@ def measure(model, sizes=SIZES, *, device="cuda", calls: int = 3, seed: int = 77
     import torch
 
     from .. import model_dir
-    from ..ik.batched import TorchSolver
     from ..ik.settings import IKSettings
     from ..ik.solver import Solver
+    from ..ik.torch_solver import TorchSolver
     from . import machine
 
     say = say or (lambda text: None)

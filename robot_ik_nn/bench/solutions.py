@@ -24,7 +24,7 @@ from .measure import judge, one_cpu
 def completeness(
     model, k: int = 8, targets: int = 200, brute_restarts: int = 10000, seed: int = 777, say=None
 ) -> dict:
-    from ..ik import many
+    from ..ik import several_answers
     from ..ik.solver import Solver
 
     say = say or (lambda text: None)
@@ -68,7 +68,7 @@ def completeness(
         "ms_p99": float(np.percentile(times_ms, 99)),
         "ms_mean": float(np.mean(times_ms)),
         "answers_not_solved_by_our_fk": int(wrong),
-        "orders": list(many.ORDERS),
+        "orders": list(several_answers.ORDERS),
     }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ik.targets import BEST_EFFORT, SOLVED
+from ..ik.results import BEST_EFFORT, SOLVED
 from .compliance import Compliance, torques
 
 BEYOND = "the joints to command (sag included) leave the limits of "
@@ -36,7 +36,7 @@ class CompliantSolver:
         rigid, limits = solver, (solver.arm.lower.copy(), solver.arm.upper.copy())
         sag = sag_bound(comp, solver.arm)
         if np.any(sag > 0):
-            solver = solver.within(limits[0] + sag, limits[1] - sag)
+            solver = solver.with_limits(limits[0] + sag, limits[1] - sag)
         other = object.__new__(_mixed(type(solver)))
         other.__dict__.update(solver.__dict__)
         other.compliance, other.limits, other.rigid = comp, limits, rigid

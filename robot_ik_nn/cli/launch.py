@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def cmd_launch(args) -> int:
-    from ..session import run_session
+    from ..nodes.session import run_session
 
     return run_session(args.session, args.arguments)
 

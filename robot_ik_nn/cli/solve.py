@@ -23,9 +23,9 @@ def cmd_eval(args) -> int:
 
 
 def cmd_solve(args) -> int:
+    from ..ik.results import SOLVED
     from ..ik.settings import IKSettings
     from ..ik.solver import Solver
-    from ..ik.targets import SOLVED
 
     use_threads(args.threads)
     if args.order is not None and args.solutions is None:

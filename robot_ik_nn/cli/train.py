@@ -139,7 +139,7 @@ def _check_before_workers(args) -> None:
     from .. import model_dir
     from ..arm.model import ArmModel
     from ..learn.distributed import check_parallel
-    from ..learn.run_files import TrainingError, begin, check, resumed_learn
+    from ..learn.run_state import TrainingError, begin, check, resumed_learn
 
     config = _config(args)
     check_parallel(args.learner)

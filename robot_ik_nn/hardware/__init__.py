@@ -1,0 +1,16 @@
+"""Arms behind one read/write contract, simulated or real; the only home of pybullet and of the
+vendors' clients.
+
+driver.py           the driver contract every arm implements
+drivers.py          a driver picked by its kind (the one place that knows them all)
+bridge.py           joint goals to a driver: what keeps a real arm safe
+pybullet_arm.py     the PyBullet arm and its driver
+niryo.py            Niryo One (TCP text server), Ned and Ned2 (pyniryo)
+inmoov.py           the InMoov arm: hobby servos over a serial link
+calibration.py      InMoov servo calibration (a YAML file per build)
+true_arm_driver.py  the simulated arm when it is not the model's (calibration in simulation)
+tracker.py          a tracker that plays the camera, in simulation
+tracker_stream.py   the same, live
+emulators/          the real arms' protocols served over a PyBullet arm (dry runs, tests)
+cli.py              the ``servo-template`` and ``emulate`` sub-commands
+"""

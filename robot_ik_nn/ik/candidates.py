@@ -1,5 +1,6 @@
 """The network's candidates inside the compiled solver: whether the network can seed a target,
-and in which order its heads' candidates are refined (policy.py step 2; many.py's search).
+and in which order its heads' candidates are refined (policy.py step 2; the search of
+several_answers.py).
 
 Every head's candidate costs a forward kinematics to place its tool; the solver looks at them in
 head order and refines the first that lands within CLOSE of the target, or else the closest, and
@@ -14,7 +15,7 @@ from numba import njit
 
 from .kernel import clamp, residual, weighted
 from .layout import NEEDS_ROT, ROT_W, USE_NET, parts
-from .seeds import net_forward
+from .network_forward import net_forward
 
 
 @njit(cache=True)

@@ -6,9 +6,10 @@ import time
 
 import numpy as np
 
-from . import layout, outside, policy, targets
+from . import layout, network_backends, policy
 from .inputs import joints, rows
-from .targets import BatchResult
+from .reasons import batch_reasons
+from .results import BatchResult
 
 
 def solve_batch(solver, positions, quaternions, current, warm) -> BatchResult:
@@ -25,7 +26,7 @@ def solve_batch(solver, positions, quaternions, current, warm) -> BatchResult:
     W = joints(warm, (B, -1, n), "warm") if warm is not None else np.zeros((B, 0, n))
     seeds_, has_seed = np.zeros((B, solver.heads, n)), False
     if solver._outside and B > 0:  # the layers outside the kernel
-        seeds_, has_seed = outside.batch_seeds(
+        seeds_, has_seed = network_backends.batch_seeds(
             solver, P, Q if has_quat else None, cur if has_cur else None
         )
     q, info = np.empty((B, n)), np.empty((B, 5))
@@ -50,9 +51,9 @@ def solve_batch(solver, positions, quaternions, current, warm) -> BatchResult:
     if solver.checking:
         for i in np.flatnonzero(codes == 1):
             collides[i] = solver._collides(q[i])
-    words = solver._arm_words()
-    reasons = targets.batch_reasons(
-        codes, info[:, 1], info[:, 2], info[:, 3], P, Q if has_quat else None, words, collides
+    context = solver._reason_context()
+    reasons = batch_reasons(
+        codes, info[:, 1], info[:, 2], info[:, 3], P, Q if has_quat else None, context, collides
     )
     return BatchResult(
         q,

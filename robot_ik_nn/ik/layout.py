@@ -6,8 +6,8 @@ buffer per thread seen through views.
   the Rodrigues form of the joint's motion, origin translation, axis, A axis, type, limits less
   the margin) and a last row for the tip offset;
 - cfg: the settings (settings.py) and the reach bound;
-- the model buffer: a header, the chain, cfg, the network's meta layout (seeds.py) and sizes,
-  and the collision model (collision.py), if any.
+- the model buffer: a header, the chain, cfg, the network's meta layout (network_forward.py)
+  and sizes, and the collision model (collision.py), if any.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .seeds import NM_POSE
+from .network_forward import NM_POSE
 
 # chain row layout
 A_, B_, C_, P_, K_, AK_, TYPE, LO, HI, ROW = 0, 9, 18, 27, 30, 33, 36, 37, 38, 40
@@ -121,7 +121,7 @@ def pack_model(arm, settings, network=None, collisions=None) -> np.ndarray:
     """Everything constant about a solver in one float64 buffer (one argument to the kernel):
     the chain, the settings, the network's meta layout and its layer sizes, the collision
     model."""
-    from .seeds import empty_network
+    from .network_forward import empty_network
 
     net = network if network is not None else empty_network(arm.dof)
     parts = [

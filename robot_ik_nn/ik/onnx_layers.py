@@ -1,7 +1,7 @@
 """The network's layers as ONNX, written from the safetensors weights (no torch needed) and run
-with onnxruntime, in float64 like every backend (seeds.py says why). The graph is the layers
-alone (features in, the quaternion head out); the steps around them are seeds.features and
-seeds.angles, the same for every backend.
+with onnxruntime, in float64 like every backend (network_forward.py says why). The graph is the
+layers alone (features in, the quaternion head out); the steps around them are
+network_forward.features and network_forward.angles, the same for every backend.
 
 ``model.onnx`` records the SHA-256 of the weights it was written from; loading refuses a file
 that belongs to other weights.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .seeds import NetArrays
+from .network_forward import NetArrays
 
 OPSET = 17
 

@@ -1,6 +1,6 @@
 """The one solving policy, compiled: which seeds are refined, in which order, until when.
 
-For each target: the verdict of targets.check (a rejected target is not solved at all); with
+For each target: the verdict of verdicts.check (a rejected target is not solved at all); with
 ``iterations = 0`` the seed alone (the network's joints, else the first warm start, else
 mid-range), projected into the limits and judged; otherwise, first answer within tolerance wins:
 
@@ -17,7 +17,7 @@ mid-range), projected into the limits and judged; otherwise, first answer within
    uniformly random joints.
 
 When none is within tolerance the closest one is the best effort. A target outside the arm's
-reach (targets.check) tries up to ``far_restarts`` seeds instead of ``restarts``, ending once
+reach (verdicts.check) tries up to ``far_restarts`` seeds instead of ``restarts``, ending once
 ``far_patience`` in a row brought its closest pose no closer: it can only have a closest pose.
 With warm starts, continuous joints come back within pi of the freshest one (no 2 pi jumps
 while tracking).
@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from . import candidates, targets
+from . import candidates, verdicts
 from .collision import checks, free
 from .forward import fk, quat_to_matrix
 from .kernel import (
@@ -79,9 +79,9 @@ NEAR_SPREAD = 0.05  # rad (m): each joint drawn within this of the warm start's
 
 @njit(cache=True)
 def verdict(cfg, pt, quat, has_quat):
-    """targets.check with this solver's arm and settings."""
+    """verdicts.check with this solver's arm and settings."""
     origin = cfg[OX : OZ + 1]
-    return targets.check(pt, quat, has_quat, origin, cfg[REACH], cfg[TOO_FAR], cfg[QTOL])
+    return verdicts.check(pt, quat, has_quat, origin, cfg[REACH], cfg[TOO_FAR], cfg[QTOL])
 
 
 @njit(cache=True)
@@ -110,10 +110,10 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
     Status 0 solved, 1 best effort, 2 rejected; ``why`` is a targets code."""
     chain, cfg, meta, sizes = parts(model)
     code = verdict(cfg, pt, quat, has_quat)
-    if 0 < code < targets.REJECTS:
+    if 0 < code < verdicts.REJECTS:
         q[:] = np.nan
         return 2, code, np.nan, np.nan, 0
-    missed = targets.NOT_FOUND if code == targets.OK else code  # the why of a best effort
+    missed = verdicts.NOT_FOUND if code == verdicts.OK else code  # the why of a best effort
     start_stream(cfg, pt, quat, has_quat, ws[15])
     best, Rt, netq, scores = ws[1], ws[12], ws[16], ws[17]
     if has_quat:
@@ -135,8 +135,8 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
         _, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, False)
         if pe <= pos_tol and re <= rot_tol:
             if not checking or free(chain, col, q):
-                return 0, targets.OK, pe, re, 0
-            return 1, targets.COLLIDES, pe, re, 0
+                return 0, verdicts.OK, pe, re, 0
+            return 1, verdicts.COLLIDES, pe, re, 0
         return 1, missed, pe, re, 0
     best_score, bpe, bre, total = np.inf, np.nan, np.nan, 0
     # with a collision model: answers that collide are not solutions, and the best effort is the
@@ -146,7 +146,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
     if checking:
         _mid_range(chain, best)
     first_warm, restarts, restart_iters = 0, int(cfg[RESTARTS]), int(cfg[RESTART_ITERS])
-    far, stale, patience = code == targets.OUT_OF_REACH, 0, int(cfg[FAR_PATIENCE])
+    far, stale, patience = code == verdicts.OUT_OF_REACH, 0, int(cfg[FAR_PATIENCE])
     if far:  # only a closest pose: seeds refined longer, until they stop bringing it closer
         restarts, iters = int(cfg[FAR_RESTARTS]), max(iters, int(cfg[FAR_ITERS]))
         restart_iters = iters
@@ -213,7 +213,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
                 break
             stale += 1
             k = attempt - net_end - 1 - n_warm
-            restart_seed(chain, best, k % 2 == 0 and code == targets.OK, q, ws[15])
+            restart_seed(chain, best, k % 2 == 0 and code == verdicts.OK, q, ws[15])
             pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
         total += used
         exact, score = pe <= pos_tol and re <= rot_tol, weighted(pe, re, w)
@@ -223,7 +223,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             if exact:
                 if n_warm > 0:
                     _beside(chain, q, warm[0])
-                return 0, targets.OK, pe, re, total
+                return 0, verdicts.OK, pe, re, total
             if score < best_score - 1e-7:  # closer by more than a tenth of a micrometre
                 stale = 0
             best_score, bpe, bre = score, pe, re
@@ -233,7 +233,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             if score < fb_score:
                 fb_score, fpe, fre = score, pe, re
                 fallback[:] = q
-    if code == targets.OUT_OF_REACH and best_score < np.inf:
+    if code == verdicts.OUT_OF_REACH and best_score < np.inf:
         # a closest pose often leans on limits: each joint at one limit tries the other one,
         # pass after pass while that brings the pose closer
         better = True
@@ -267,7 +267,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
     q[:] = best
     if n_warm > 0:
         _beside(chain, q, warm[0])
-    return 1, targets.COLLIDES if hit else missed, bpe, bre, total
+    return 1, verdicts.COLLIDES if hit else missed, bpe, bre, total
 
 
 @njit(cache=True)

@@ -8,8 +8,8 @@
 
 One target costs one compiled call (the network included, with the ``compiled`` backend); a batch
 is one compiled call that runs every target in parallel over all cores. With the ``numpy`` and
-``onnx`` backends the network runs first, outside the kernel (outside.py). Nothing here imports
-torch.
+``onnx`` backends the network runs first, outside the kernel (network_backends.py). Nothing
+here imports torch.
 
 One solver per thread: a solver keeps its scratch buffers between calls (allocating them per
 call would cost more than a tracked answer), so two threads calling one solver at once can mix
@@ -20,15 +20,18 @@ runs a batch on every core.
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from ..arm.rotations import matrix_to_quaternion
-from . import collision, compiled_batch, layout, outside, policy, seeds, targets
+from . import collision, compiled_batch, layout, network_backends, network_forward, policy
 from .inputs import far_norm2, joints, near_limits, vector
+from .reasons import reason_context, reason_text
+from .results import SOLVED, STATUS, Answer, BatchResult
 from .settings import IKSettings
-from .targets import SOLVED, STATUS, Answer, BatchResult, words
+from .verdicts import COLLIDES, FREE_INSTEAD
 
 
 class Solver:
@@ -37,16 +40,16 @@ class Solver:
     def __init__(
         self,
         arm,
-        network: seeds.NetArrays | None = None,
+        network: network_forward.NetArrays | None = None,
         settings: IKSettings | None = None,
         *,
         backend: str = "compiled",
         onnx_path: str | Path | None = None,
         network_config: dict | None = None,
     ):
-        if backend not in seeds.BACKENDS:
+        if backend not in network_forward.BACKENDS:
             raise ValueError(
-                f"unknown backend {backend!r}; choose one of {', '.join(seeds.BACKENDS)}"
+                f"unknown backend {backend!r}; choose one of {', '.join(network_forward.BACKENDS)}"
             )
         if isinstance(network, IKSettings):
             raise TypeError(
@@ -73,7 +76,7 @@ class Solver:
         if self.checking:
             self.collisions = self._collision_model(s)
         n = self.arm.dof
-        net = self.network if self.network is not None else seeds.empty_network(n)
+        net = self.network if self.network is not None else network_forward.empty_network(n)
         self._model = layout.pack_model(
             self.arm, self.settings, self.network, self.collisions if self.checking else None
         )
@@ -88,7 +91,9 @@ class Solver:
         self._n, self._seed, self._cur = n, np.zeros((net.heads, n)), np.zeros(n)
         self._far2 = far_norm2(self.arm)  # current= screened against it (inputs.py)
         # the arm's joints matter to the kernel only as a tracking network's input
-        self._net_reads_current = self.network is not None and bool(net.meta[seeds.NM_TRACK])
+        self._net_reads_current = self.network is not None and bool(
+            net.meta[network_forward.NM_TRACK]
+        )
         self._warm = [np.zeros((k, n)) for k in range(3)]
         self.origin = self.arm.joints[0].origin[:3, 3].copy()
         self.max_reach = float(self._model[int(self._model[4]) + layout.REACH])
@@ -123,7 +128,7 @@ class Solver:
 
             arm = ArmModel.load(arm)
         folder = model_dir.read(path, arm=arm)
-        network = seeds.pack_network(folder.tensors, folder.meta["network"])
+        network = network_forward.pack_network(folder.tensors, folder.meta["network"])
         onnx = folder.path / model_dir.ONNX if backend == "onnx" else None
         if onnx is not None:
             model_dir.check_onnx(folder)
@@ -188,7 +193,7 @@ class Solver:
         other._build()
         return other
 
-    def within(self, lower, upper) -> "Solver":
+    def with_limits(self, lower, upper) -> "Solver":
         """The same network, settings and obstacles with the joints kept inside ``lower`` ..
         ``upper`` as well as the URDF's limits (a servo's range, narrower than the URDF's):
         refinement never leaves them, so an answer is one the arm can take."""
@@ -200,6 +205,13 @@ class Solver:
                 f"not overlap {self.arm.name}'s limits"
             )
         return self._rebuilt(arm=self.arm.with_limits(lo, hi))  # the network keeps the URDF's
+
+    def within(self, lower, upper) -> "Solver":
+        """Deprecated: :meth:`with_limits` (the same, named beside ``with_settings``)."""
+        warnings.warn(
+            "Solver.within() is deprecated; use Solver.with_limits()", DeprecationWarning, 2
+        )
+        return self.with_limits(lower, upper)
 
     def without_network(self) -> "Solver":
         """The same arm, settings and obstacles, seeded without the network (mid-range and
@@ -226,7 +238,7 @@ class Solver:
         """One target. ``current``: the arm's joints (a warm start and a tracking network's input);
         ``last``: the previous answer (the freshest warm start).
 
-        With ``solutions=K``: a list of up to K distinct answers (see ik/many.py for "distinct"),
+        With ``solutions=K``: a list of up to K distinct answers (several_answers.py: "distinct"),
         ordered by ``order`` (``nearest`` to ``current``, else to mid-range; ``mid_range``;
         ``manipulability``); a target with no answer gives a one-item list, its best effort or
         its rejection. The search tries at most ``settings.solution_attempts`` seeds and stops
@@ -264,9 +276,9 @@ class Solver:
         if last is not None and last is not current:
             last = joints(last, self._dof, "last")
         if solutions is not None:
-            from .many import listed
+            from .several_answers import solve_several
 
-            return listed(
+            return solve_several(
                 self, pt, quat, has_quat, current, last, solutions, order, started, patience
             )
         first = last if last is not None else current  # the freshest warm start
@@ -282,7 +294,7 @@ class Solver:
         cur = self._cur
         if has_cur and self._net_reads_current:  # else the kernel never reads it
             cur[:] = current
-        has_seed = self._outside and outside.one_seed(
+        has_seed = self._outside and network_backends.one_seed(
             self, pt, quat if has_quat else None, current
         )
         q = np.empty(self._n)
@@ -310,12 +322,12 @@ class Solver:
     def _reason(self, status: int, why, pt, quat, pe, re, collides: bool = True) -> str:
         """The words for an answer's status: why a target was rejected, or why it was missed
         and how close the best effort came (``collides``: whether its joints do)."""
-        if int(why) == targets.COLLIDES and not collides:
-            why = targets.FREE_INSTEAD
-        return words(int(status), int(why), pe, re, pt, quat, **self._arm_words())
+        if int(why) == COLLIDES and not collides:
+            why = FREE_INSTEAD
+        return reason_text(int(status), int(why), pe, re, pt, quat, **self._reason_context())
 
-    def _arm_words(self) -> dict:
-        return targets.arm_words(self.arm, self.origin, self.settings.quat_tolerance)
+    def _reason_context(self) -> dict:
+        return reason_context(self.arm, self.origin, self.settings.quat_tolerance)
 
     # -- many targets -----------------------------------------------------------------------------
     def solve_batch(
@@ -347,7 +359,7 @@ class Solver:
         """The network's candidates for a batch (B, heads, dof), before any refinement."""
         if self.network is None:
             raise ValueError("this solver has no network")
-        return outside.candidates(self, P, R, current)
+        return network_backends.candidates(self, P, R, current)
 
     def warm_up(self) -> float:
         """Compile (or load from numba's cache) the entries a served target can take, before the

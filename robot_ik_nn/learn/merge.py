@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import model_dir
-from . import run_files
+from . import run_state
 from .learners import LearnConfig
 from .training import TrainConfig, Trainer
 
@@ -106,7 +106,7 @@ def merge(
     check_parents(parents)
     learn = learn or LearnConfig()
     first = parents[0]
-    saved = run_files.saved_config(Path(out)) if resume else None
+    saved = run_state.saved_config(Path(out)) if resume else None
     if saved is not None:  # resumed: the parent the run started from, not a new choice
         begun = Path(saved["init"]).resolve() if saved.get("init") else None
         start = next((p for p in parents if _where(p) == begun), None)

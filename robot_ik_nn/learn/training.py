@@ -22,11 +22,11 @@ import torch
 
 from .. import model_dir
 from ..arm.model import ArmModel
-from . import distributed, run_files
+from . import distributed, run_state
 from .learners import LearnConfig, make_learner
 from .learners.base import parse_region
 from .network import IKNet, NetConfig
-from .run_files import CHECKPOINT, FIELDS, METRICS, TrainingError
+from .run_state import CHECKPOINT, FIELDS, METRICS, TrainingError
 
 __all__ = ["CHECKPOINT", "METRICS", "FIELDS", "TrainConfig", "Trainer", "TrainingError"]
 
@@ -125,7 +125,7 @@ class Trainer:
         )  # held during each step: others may read the network between steps
         kind, payload = (None, None)
         if self.rank == 0:  # what the folder says: load a checkpoint, start afresh, or refuse
-            kind, payload = run_files.begin(self.out, resume, force, self.device)
+            kind, payload = run_state.begin(self.out, resume, force, self.device)
         if self.world > 1:  # every rank does what rank 0 found (it alone reads the folder)
             shared = [(kind, payload)]
             torch.distributed.broadcast_object_list(shared, 0)
@@ -134,7 +134,7 @@ class Trainer:
             raise TrainingError(payload)
         self._fresh = kind == "fresh"  # the folder's earlier run cleared after the first step
         if kind == "load":  # the run's own learner settings, before the learner is built
-            config.learn = run_files.resumed_learn(json.loads(payload["config"]), config.learn)
+            config.learn = run_state.resumed_learn(json.loads(payload["config"]), config.learn)
         torch.manual_seed(config.seed)
         net_config = NetConfig(
             self.arm.dof, config.mode, list(config.hidden), config.tracking, heads=config.heads
@@ -195,7 +195,7 @@ class Trainer:
                 self.step += 1
                 self.elapsed = time.monotonic() - started
                 if self._fresh and not self.rank:
-                    run_files.clear(self.out)
+                    run_state.clear(self.out)
                     self._fresh = False
                 if self.step % self.config.log_every == 0:
                     row = {"step": self.step, "time_s": round(self.elapsed, 3), **metrics}
@@ -267,7 +267,7 @@ class Trainer:
         self.history.append(row)
         if self.rank:
             return
-        run_files.append_metrics(self.out, row)
+        run_state.append_metrics(self.out, row)
         if writer is not None:
             for key in FIELDS[2:]:
                 if key in row:
@@ -288,18 +288,18 @@ class Trainer:
             "history": self.history,
             "parents": self.parents,
         }
-        return run_files.save(self.out, state)
+        return run_state.save(self.out, state)
 
     def _apply_checkpoint(self, state: dict) -> None:
         saved = json.loads(state["config"])
-        run_files.check(self.out, state, saved, self.arm.fingerprint, self.config)
+        run_state.check(self.out, state, saved, self.arm.fingerprint, self.config)
         self.net.load_state_dict(state["net"])
         self.learner.load_state_dict(state["learner"])
         self.parents = list(state.get("parents", []))
         self.step, self.elapsed = int(state["step"]), float(state["elapsed"])
         self.history = list(state["history"])
         if self.rank == 0:
-            run_files.trim_metrics(self.out, self.step)
+            run_state.trim_metrics(self.out, self.step)
 
     # -- the model folder ------------------------------------------------------------------------
     def summary(self) -> dict:

@@ -35,9 +35,9 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..arm.model import ArmModel
 from ..ik.inputs import joints
+from ..ik.results import BEST_EFFORT, REJECTED, SOLVED, STATUS
 from ..ik.settings import ORDERS, IKSettings
 from ..ik.solver import Solver
-from ..ik.targets import BEST_EFFORT, REJECTED, SOLVED, STATUS
 from ..safety import (
     JointBounds,
     check_target,
@@ -98,7 +98,7 @@ class InferenceNode(Node):
 
             servos = load_calibration(p["calibration"], self.solver.arm)
             lo, hi = zip(*(s.joint_range() for s in servos))
-            self.solver = self.solver.within(lo, hi)
+            self.solver = self.solver.with_limits(lo, hi)
         if p["search_ms"] > 0:  # a target with no answer is refused in bounded time
             self.solver = self.solver.with_search_time(p["search_ms"] / 1000.0)
         self.arm = self.solver.arm

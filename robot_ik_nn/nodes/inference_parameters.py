@@ -3,7 +3,7 @@ while the node runs (it keeps them as attributes of the same name); the others a
 
 from __future__ import annotations
 
-from ..ik.seeds import BACKENDS
+from ..ik.network_forward import BACKENDS
 from ..ik.settings import ORDERS, IKSettings
 
 CHOICES = 8  # distinct answers searched when the `choose` parameter asks for an order

@@ -1,7 +1,7 @@
-"""For the launch files in launch/: robot_ik_nn.session's plan as launch_ros Node actions.
+"""For the launch files in launch/: robot_ik_nn.nodes.session's plan as launch_ros Node actions.
 
 Only standard launch / launch_ros actions are used. The plan (which nodes, which parameters)
-lives in robot_ik_nn/session.py, the same plan `robot-ik-nn launch` runs in one process.
+lives in robot_ik_nn/nodes/session.py, the same plan `robot-ik-nn launch` runs in one process.
 """
 
 from launch.actions import (
@@ -18,7 +18,7 @@ from launch_ros.actions import Node
 
 from launch import LaunchDescription
 
-from ..session import ARGUMENTS, plan
+from .session import ARGUMENTS, plan
 
 
 def _actions(context, session):

@@ -11,7 +11,7 @@ import time
 import numpy as np
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ..ik.targets import REJECTED, SOLVED
+from ..ik.results import REJECTED, SOLVED
 from ..safety import check_target, gate_path
 from .common import duration_msg, now_seconds, stamp_seconds
 

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from ..ik.targets import REJECTED
+from ..ik.results import REJECTED
 from .urdf import JointMap, base_pose, load_urdf
 
 REFINED, ALONE = "refined", "network alone"

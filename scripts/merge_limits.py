@@ -1,6 +1,6 @@
 """Merging across environments: one arm trained with joint 1 in opposite halves of its range.
 
-    python -m robot_ik_nn.bench.merge_limits --minutes 3 --out benchmarks/learn_merge_limits.json
+    python scripts/merge_limits.py --minutes 3 --out benchmarks/learn_merge_limits.json
 
 Writes two URDFs of the Niryo One (joint 1 held to [lower, 0] and to [0, upper]), trains a
 network on each (``robot-ik-nn train --robot URDF``), merges them (``robot-ik-nn merge``), and
@@ -18,12 +18,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from robot_ik_nn import model_dir
+from robot_ik_nn.arm.model import ArmModel
+from robot_ik_nn.evaluate import network_errors
+
 
 def measure(minutes: float = 3.0, targets: int = 10_000, robot: str = "niryo_one", say=print):
-    from .. import model_dir
-    from ..arm.model import ArmModel
-    from ..evaluate import network_errors
-
     whole = ArmModel.load(robot)
     lo, hi = float(whole.lower[0]), float(whole.upper[0])
     root = Path(tempfile.mkdtemp(prefix="merge_limits_"))

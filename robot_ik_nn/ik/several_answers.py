@@ -26,7 +26,7 @@ import time
 import numpy as np
 from numba import njit
 
-from . import candidates, outside, targets
+from . import candidates, network_backends, verdicts
 from .collision import checks, free
 from .forward import fk, quat_to_matrix
 from .kernel import (
@@ -53,8 +53,8 @@ from .layout import (
     views,
 )
 from .policy import _beside, _mid_range, verdict
+from .results import STATUS, Answer
 from .settings import ORDERS
-from .targets import STATUS, Answer
 
 
 @njit(cache=True)
@@ -92,7 +92,7 @@ def solve_many(
     """Up to ``len(sols)`` distinct answers into ``sols`` (their errors into ``errs``); returns
     (status, why, count): count answers within tolerance (and free, with a collision model), or
     (count 0) the best effort in ``sols[0]``: the closest free pose found, else the closest
-    colliding one (why: targets.COLLIDES). Status 0 solved, 1 best effort, 2 rejected.
+    colliding one (why: verdicts.COLLIDES). Status 0 solved, 1 best effort, 2 rejected.
     ``warm`` (S, dof): warm starts, the freshest first, tried before any other seed.
     ``seed``: the network's candidates when computed outside the kernel (``has_seed``), as in
     policy.py."""
@@ -100,7 +100,7 @@ def solve_many(
     n, k = sols.shape[1], sols.shape[0]
     ws = views(scratch, n, int(model[7]), max(int(model[2]), 1))
     code = verdict(cfg, pt, quat, has_quat)
-    if 0 < code < targets.REJECTS:
+    if 0 < code < verdicts.REJECTS:
         sols[:, :] = np.nan
         return 2, code, 0
     start_stream(cfg, pt, quat, has_quat, ws[15])
@@ -172,9 +172,9 @@ def solve_many(
         sols[0], errs[0, 0], errs[0, 1] = best, bpe, bre
         if n_warm > 0:
             _beside(chain, sols[0], warm[0])
-        missed = targets.NOT_FOUND if code == targets.OK else code
-        return 1, targets.COLLIDES if hit else missed, 0
-    return 0, targets.OK, count
+        missed = verdicts.NOT_FOUND if code == verdicts.OK else code
+        return 1, verdicts.COLLIDES if hit else missed, 0
+    return 0, verdicts.OK, count
 
 
 @njit(cache=True)
@@ -213,7 +213,9 @@ def order(model, chain_lo, chain_hi, continuous, Q, how: str, reference=None) ->
 MOST = 100_000  # answers one call may ask for (each takes a row, allocated up front)
 
 
-def listed(solver, pt, quat, has_quat, current, last, k, how, started, patience=None) -> list:
+def solve_several(
+    solver, pt, quat, has_quat, current, last, k, how, started, patience=None
+) -> list:
     """``Solver.solve(..., solutions=k, order=how)``: the search above, then the order, as
     ``Answer`` objects (one item, the best effort or the rejection, when nothing is solved).
     ``current`` and ``last``: checked joint arrays, or None."""
@@ -233,7 +235,7 @@ def listed(solver, pt, quat, has_quat, current, last, k, how, started, patience=
     if has_cur:
         solver._cur[:] = current
     rotation = quat if has_quat else None
-    has_seed = solver._outside and outside.one_seed(solver, pt, rotation, current)
+    has_seed = solver._outside and network_backends.one_seed(solver, pt, rotation, current)
     fresh = [w for w in (last, current) if w is not None]
     if len(fresh) == 2 and np.array_equal(fresh[0], fresh[1]):
         fresh = fresh[:1]

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import seeds
+from . import network_forward
 
 
 def candidates(solver, P, R=None, current=None) -> np.ndarray:
     """The network's candidates for a batch (B, heads, dof), before any refinement."""
     if solver._torch is not None:
         return _torch_candidates(solver._torch, P, R, current)
-    x, psi = seeds.features(solver.network, P, R, current)
-    raw = solver._onnx.run(x) if solver._onnx is not None else seeds.mlp_numpy(solver.network, x)
-    return seeds.angles(solver.network, raw, psi)
+    x, psi = network_forward.features(solver.network, P, R, current)
+    if solver._onnx is not None:
+        raw = solver._onnx.run(x)
+    else:
+        raw = network_forward.mlp_numpy(solver.network, x)
+    return network_forward.angles(solver.network, raw, psi)
 
 
 def one_seed(solver, pt, quat, current) -> bool:

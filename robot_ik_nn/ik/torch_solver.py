@@ -5,7 +5,7 @@ evaluating a network while it trains, where it already lives in torch).
     result = solver.solve(positions, quaternions)      # (B, 3), (B, 4) x y z w, or None
     result.q, result.status, result.pos_err, result.rot_err, result.reason   # numpy, BatchResult
 
-Every target is checked by targets.check (the one validation), every setting comes from
+Every target is checked by verdicts.check (the one validation), every setting comes from
 IKSettings, and answers come back as the one result type. The network's candidates are ranked
 by where their tool lands and the closest one is refined (Levenberg-Marquardt in float64 with
 the joints projected onto their limits after each step); targets still unsolved then try
@@ -31,10 +31,11 @@ import torch
 from ..arm.kinematics import Kinematics
 from ..arm.rotations import quaternion_to_matrix, rotation_angle, rotation_error_vector
 from ..learn.network import pick_closest
-from . import targets
+from . import verdicts
 from .kernel import LAM_FAR, LAM_NEAR
+from .reasons import batch_reasons, reason_context
+from .results import BatchResult
 from .settings import IKSettings
-from .targets import BatchResult
 
 
 class TorchSolver:
@@ -75,7 +76,7 @@ class TorchSolver:
     # -- the verdict, shared with every other path ---------------------------------------------
     def check(self, P: np.ndarray, Q: np.ndarray | None) -> np.ndarray:
         codes = np.zeros(len(P), np.int64)
-        targets.check_all(
+        verdicts.check_all(
             P,
             Q if Q is not None else np.zeros((len(P), 4)),
             Q is not None,
@@ -102,7 +103,7 @@ class TorchSolver:
         )
         B, n = len(P), self.arm.dof
         codes = self.check(P, Q)
-        rejected = (codes > 0) & (codes < targets.REJECTS)
+        rejected = (codes > 0) & (codes < verdicts.REJECTS)
         ok = np.flatnonzero(~rejected)  # outside the reach too: the closest pose
         q_all = np.full((B, n), math.nan)
         pe_all, re_all = np.full(B, math.nan), np.full(B, math.nan)
@@ -120,9 +121,9 @@ class TorchSolver:
             q_all[ok], pe_all[ok], re_all[ok] = q.cpu().numpy(), pe.cpu().numpy(), re.cpu().numpy()
         solved = (pe_all <= self.settings.pos_tol) & (re_all <= self.settings.rot_tol)
         status = np.where(rejected, 2, np.where(solved, 0, 1)).astype(np.int8)
-        why = np.where(codes == targets.OK, targets.NOT_FOUND, codes)
-        said = targets.arm_words(self.arm, self.origin, self.settings.quat_tolerance)
-        reasons = targets.batch_reasons(status, why, pe_all, re_all, P, Q, said)
+        why = np.where(codes == verdicts.OK, verdicts.NOT_FOUND, codes)
+        said = reason_context(self.arm, self.origin, self.settings.quat_tolerance)
+        reasons = batch_reasons(status, why, pe_all, re_all, P, Q, said)
         return BatchResult(q_all, status, pe_all, re_all, reasons)
 
     def _network_seeds(self, R) -> bool:

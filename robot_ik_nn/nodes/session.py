@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from .arm.resources import config_path, share_dir
+from ..arm.resources import config_path, share_dir
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,7 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
     else:
         nodes.append(sim)
     if _truthy(args["view"], "view"):  # the browser page, a process beside the nodes (view/)
-        from .view.cli import session_command
+        from ..view.cli import session_command
 
         command = session_command(session, robot, args["model_dir"], args["view_port"])
         nodes.append(PlannedNode("view", "view", command=command))
@@ -243,7 +243,7 @@ def _join_bringup(args: dict, nodes: list, robot: str) -> list[PlannedNode]:
     if not use_rsp:  # the bringup's /robot_description is checked against the model's arm
         nodes[0].parameters["check_robot_description"] = True
     if _truthy(args["view"], "view"):
-        from .view.cli import session_command
+        from ..view.cli import session_command
 
         command = session_command("inference", robot, args["model_dir"], args["view_port"])
         nodes.append(PlannedNode("view", "view", command=command))
@@ -277,8 +277,8 @@ def _model_arm(model_dir: str) -> dict | None:
     """The arm a model folder was trained on, as sim_node's parameters: its name when it is a
     named arm, else the folder's own robot.urdf, with the base and tip links; None when the
     folder cannot be read (the inference node then says why)."""
-    from .arm.resources import NAMED_ROBOTS
-    from .model_dir import ARCHIVES, ModelDirError, read, read_meta
+    from ..arm.resources import NAMED_ROBOTS
+    from ..model_dir import ARCHIVES, ModelDirError, read, read_meta
 
     folder = Path(model_dir)
     try:
@@ -295,7 +295,7 @@ def _model_arm(model_dir: str) -> dict | None:
 def _display(robot: str, rviz: str, use_rsp: bool = True) -> list[PlannedNode]:
     """robot_state_publisher (TF for RViz) unless the bringup has one, and, when asked, RViz
     itself: ROS-install nodes."""
-    from .arm.model import resolve_robot
+    from ..arm.model import resolve_robot
 
     urdf_file, _ = resolve_robot(robot)
     nodes = []
@@ -394,7 +394,7 @@ def rviz_config(robot: str) -> Path:
     """config/robot_ik_nn.rviz, fixed frame set to the arm's base link (a temporary copy)."""
     import tempfile
 
-    from .arm.model import ArmModel
+    from ..arm.model import ArmModel
 
     base = ArmModel.load(robot).base
     text = (share_dir() / "config" / "robot_ik_nn.rviz").read_text()
@@ -416,7 +416,7 @@ def parse_assignments(items: list[str]) -> dict[str, str]:
 
 def run_session(session: str, items: list[str]) -> int:
     """Start a session's nodes in this process (rclpy executor) until it ends or Ctrl-C."""
-    from .nodes.runner import run
+    from .runner import run
 
     try:
         nodes = plan(session, parse_assignments(items))

@@ -1,10 +1,12 @@
 """Every arm URDF in ``pybullet_data``, as its vendor wrote it: load, train, evaluate.
 
-    python -m robot_ik_nn.bench.vendor_arms --minutes 1 --out benchmarks/vendor_arms.json
+    python scripts/vendor_arms.py --minutes 1 --out benchmarks/vendor_arms.json
 
-The files load through arm/vendor.py unchanged; each trains for ``minutes`` (gradient learner,
-full pose) and is evaluated on held-out targets with the compiled solver. test_vendor_urdf.py
-loads and solves the same list on every run; this is the longer check, run by hand.
+The list is robot_ik_nn.arm.resources.PYBULLET_DATA_ARMS (``bench --collisions`` checks the
+same arms). The files load through arm/vendor.py unchanged; each trains for ``minutes``
+(gradient learner, full pose) and is evaluated on held-out targets with the compiled solver.
+test_vendor_urdf.py loads and solves the same list on every run; this is the longer check, run
+by hand.
 """
 
 from __future__ import annotations
@@ -14,36 +16,23 @@ import json
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
-# every arm in pybullet_data (legged robots and cars are not arms), with its tip where the tree
-# branches (a gripper's fingers)
-ARMS = {
-    "kuka_iiwa/model.urdf": None,
-    "kuka_iiwa/model_for_sdf.urdf": None,
-    "kuka_iiwa/model_free_base.urdf": None,
-    "kuka_iiwa/model_vr_limits.urdf": None,
-    "xarm/xarm6_robot.urdf": None,
-    "xarm/xarm6_robot_white.urdf": None,
-    "xarm/xarm6_with_gripper.urdf": "xarm_gripper_base_link",
-    "franka_panda/panda.urdf": "panda_hand",
-}
+from robot_ik_nn.arm.model import ArmModel
+from robot_ik_nn.arm.resources import PYBULLET_DATA_ARMS, pybullet_data_path
+from robot_ik_nn.evaluate import evaluate
+from robot_ik_nn.learn.training import TrainConfig, Trainer
 
 
 def measure(minutes: float = 1.0, targets: int = 1000, say=print) -> dict:
-    import warnings
-
-    from ..arm.model import ArmModel
-    from ..arm.resources import pybullet_data_path
-    from ..evaluate import evaluate
-    from ..learn.training import TrainConfig, Trainer
 
     data = pybullet_data_path()
     if data is None:
         raise RuntimeError("pybullet_data is not installed (pip install pybullet)")
     rows = {}
     work = Path(tempfile.mkdtemp(prefix="robot_ik_nn_vendor_"))
-    for relative, tip in ARMS.items():
+    for relative, tip in PYBULLET_DATA_ARMS.items():
         say(f"{relative}: {minutes:g} min of training, then {targets} targets")
         started = time.monotonic()
         with warnings.catch_warnings(record=True) as said:
@@ -66,7 +55,7 @@ def measure(minutes: float = 1.0, targets: int = 1000, say=print) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m robot_ik_nn.bench.vendor_arms")
+    p = argparse.ArgumentParser(prog="python scripts/vendor_arms.py")
     p.add_argument("--minutes", type=float, default=1.0)
     p.add_argument("--targets", type=int, default=1000)
     p.add_argument("--out")
