@@ -29,8 +29,8 @@ from ..arm.rotations import matrix_to_quaternion, rotation_angle
 def deploy_run(model, arm_kind: str, targets: int = 200, seed: int = 5, kill_at: int | None = 2,
                step: float = 0.4, timeout: float = 30.0, progress: bool = False) -> dict:
     from ..ik.solver import Solver
+    from ..nodes.client import SessionClient as Client
     from ..nodes.session import DEPLOY_ARMS, plan
-    from .ros_client import Client
 
     solver = Solver.load(model).with_settings(collision_check=True)
     arm = solver.arm

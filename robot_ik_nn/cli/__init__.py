@@ -7,7 +7,8 @@ robot-ik-nn solve models/niryo_one --path poses.csv [--start J1 ... J6]   (a who
 robot-ik-nn bench models/niryo_one [--peers] [--json] [--out FILE]
 robot-ik-nn export models/niryo_one [--out niryo_one.tar.gz] [--onnx]
 robot-ik-nn merge models/left models/right --out models/merged [--minutes 3]
-robot-ik-nn launch train|inference|display [name:=value ...]     (needs rclpy)
+robot-ik-nn launch train|inference|display|deploy [name:=value ...]     (needs rclpy)
+robot-ik-nn resume | send --xyz X Y Z [--quat X Y Z W] | stop    (a running session; rclpy)
 robot-ik-nn view models/niryo_one [--port 8080]    (a web page: needs viser, yourdfpy)
 
 The modules of this package, each with one ``register(subparsers)`` hook (the sub-commands it
@@ -23,6 +24,7 @@ adds, each bound to the function that runs it):
     bench.py       bench (each mode measures; one block writes and prints)
     export.py      export
     launch.py      launch
+    ros.py         send, resume, stop (a running session, through nodes/client.py)
     ../view/cli.py       view              (beside the code it drives)
     ../hardware/cli.py   servo-template, emulate
     ../arg_types.py      the argument types they share (a leaf: imports nothing of the package)
@@ -44,9 +46,11 @@ def parts() -> tuple:
     order (imported here, on use, so that importing one part never loads the others)."""
     from ..hardware import cli as hardware_cli
     from ..view import cli as view_cli
-    from . import bench, calibrate, collisions, export, launch, solve, train
+    from . import bench, calibrate, collisions, export, launch, ros, solve, train
 
-    return (train, solve, calibrate, collisions, bench, export, launch, view_cli, hardware_cli)
+    return (
+        train, solve, calibrate, collisions, bench, export, launch, ros, view_cli, hardware_cli
+    )
 
 
 def parser() -> argparse.ArgumentParser:
