@@ -35,6 +35,26 @@ PYBULLET_DATA_ARMS = {
     "franka_panda/panda.urdf": "panda_hand",
 }
 
+# Each named arm's tool frame (docs/arms.md draws them): the tool axis that points the way the
+# tool points (its approach axis, what a symmetric tool frees: free_axis), and the tool axis the
+# last joint turns about. test_tool_axes checks the second against PyBullet's own joint frames.
+TOOL_AXES = {
+    "niryo_one": ("x", "x"),
+    "niryo_ned2": ("x", "x"),
+    "inmoov_right_arm": ("-z", "z"),
+    "franka_panda": ("z", "z"),
+    "kuka_iiwa": ("z", "z"),
+}
+
+
+def tool_axes_text() -> str:
+    """One line per named arm: which tool axis points the way the tool points."""
+    return "\n".join(
+        f"  {name:<17} the tool points along its {approach} axis; the last joint turns about "
+        f"tool {last}" + ("  (free_axis x, not z)" if approach == "x" else "")
+        for name, (approach, last) in TOOL_AXES.items()
+    )
+
 
 def _candidates() -> list[Path]:
     found = []

@@ -3,11 +3,13 @@ answered."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
 
 from ..arg_types import count, count0, positive
+from ..arm.resources import tool_axes_text
 from .common import use_threads
 
 
@@ -203,7 +205,13 @@ def register(sub) -> None:
     e.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     e.set_defaults(func=cmd_eval)
 
-    s = sub.add_parser("solve", help="joint angles and joint quaternions for one target")
+    s = sub.add_parser(
+        "solve",
+        help="joint angles and joint quaternions for one target",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="A target is a pose of the arm's tool frame in its base frame. The tool's axes "
+        "(docs/arms.md draws them):\n" + tool_axes_text(),
+    )
     s.add_argument("model")
     where = s.add_mutually_exclusive_group(required=True)
     where.add_argument(
@@ -272,7 +280,8 @@ def register(sub) -> None:
         choices=["x", "y", "z"],
         default="",
         help="leave the rotation about this axis of the tool free (a symmetric tool: only the "
-        "axis itself is aligned with the target's)",
+        "axis itself is aligned with the target's); the axis the tool points along, listed "
+        "below per arm",
     )
     s.add_argument(
         "--no-collision-check",
