@@ -21,4 +21,5 @@ robot_description.py    /robot_description beside a bringup
 markers.py              RViz markers and poses
 network_markers.py      the learner's network drawn for RViz
 view_link.py            the browser page connected to ROS
+client.py               a client of a running session (robot-ik-nn send, resume, stop)
 """
