@@ -73,6 +73,9 @@ class LearnerNode(Node):
             self, "checkpoint_every", 30.0, "seconds between checkpoints", lo=1.0, hi=3600.0, **ro
         )
         progress = declare(self, "progress_bar", True, "show a progress bar on the terminal", **ro)
+        log_every = declare(
+            self, "log_every", 50, "steps between ~/metrics rows", lo=1, hi=10**6, **ro
+        )
         self.demo_period = declare(
             self, "demo_period", 3.0, "seconds between demo attempts", lo=0.1, hi=3600.0
         )
@@ -98,6 +101,7 @@ class LearnerNode(Node):
             hidden=None if list(hidden) == [0] else list(hidden),
             heads=heads or None,
             checkpoint_every=ckpt,
+            log_every=log_every,
             learn=learn,
         )
         self.rows: queue.Queue = queue.Queue()
