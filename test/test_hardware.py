@@ -153,17 +153,26 @@ def test_malformed_replies_leave_the_bridge_holding_and_reporting(kind, tmp_path
     emulator, bridge = _rig(kind, tmp_path, faults=FAULTS, start_enabled=True)
     try:
         arm = emulator.emulated.arm
-        seen = set()
+        seen, said = set(), set()
         goal = _goal(arm, seed=2, share=0.3)
         deadline = time.monotonic() + 240
         while emulator.faults.left > 0:
             assert time.monotonic() < deadline, f"{emulator.faults.left} faults still unsent"
             bridge.command(goal)
-            seen.add(bridge.state()["level"])
+            state = bridge.state()
+            seen.add(state["level"])
+            said.add(state["message"].split(" (")[0])
             assert bridge._thread.is_alive()
             time.sleep(0.02)
         assert emulator.faults.sent == FAULTS
         assert 2 in seen, "the faults were never reported"
+        assert "bad reply" in said, f"no report named a bad reply: {said}"
+        if kind != "niryo_ned":  # a reply per line: each malformed one is named, none is read
+            # as the arm's joints, none costs the link (Ned's JSON stream may lose its framing
+            # on a truncated reply and reconnect instead)
+            assert bridge.bad_replies == FAULTS and bridge.connections == 1, (
+                bridge.bad_replies, bridge.connections
+            )
         assert emulator.emulated.bad_goals == 0, "something malformed reached the arm"
         assert all(np.all(np.isfinite(g)) for g in emulator.emulated.goals)
         # and once the replies are good again, the arm is driven as before
