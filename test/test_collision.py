@@ -45,7 +45,7 @@ def test_link_frames_end_at_the_kernels_tip(name, slider_arm):
     p, R = np.empty(3), np.empty((3, 3))
     J, work = np.empty((6, arm.dof)), np.empty((layout.WORK_ROWS, arm.dof))
     for q in _uniform(arm, 50, 3):
-        collision.link_frames(chain, q, frames)
+        forward.link_frames(chain, q, frames)
         forward.fk(chain, q, p, R, J, work, False)
         last = np.eye(4)
         last[:3, :3], last[:3, 3] = frames[-1, :9].reshape(3, 3), frames[-1, 9:]
@@ -211,7 +211,7 @@ def test_distances_agree_with_pybullet(name, models):
             index[info[12].decode()] = i
         for q in _uniform(arm, 40, 5):
             sim.set_joints(q)
-            collision.link_frames(model.chain, q, model.frames)
+            forward.link_frames(model.chain, q, model.frames)
             for i, row in enumerate(model.shapes):
                 convex.place(row, model.frames[int(row[convex.FRAME])], poses[i])
             for (la, lb), ks in pairs.items():
@@ -364,14 +364,14 @@ def test_obstacles(models):
     frames = np.zeros((arm.dof + 1, 12))
     down = None
     for q in _uniform(arm, 2000, 4):
-        collision.link_frames(model.chain, q, frames)
+        forward.link_frames(model.chain, q, frames)
         if frames[1:, 11].min() < -0.03:
             down = q
             break
     assert down is not None
     assert table.in_collision(down) and table.clearance(down) < -0.03
     # a box around the wrist at home, and one far away
-    collision.link_frames(model.chain, home, frames)
+    forward.link_frames(model.chain, home, frames)
     wrist = frames[5, 9:]
     assert model.with_obstacles(boxes=[(wrist, (0.01, 0.01, 0.01))]).in_collision(home)
     far = model.with_obstacles(boxes=[(wrist + [0, 0, 5], (0.1, 0.1, 0.1))])

@@ -13,13 +13,14 @@ several_answers.py   several distinct answers for one target, and their orders
 path.py              joints for a whole Cartesian path
 policy.py            the one solving policy, compiled (which seeds, in which order, until when)
 kernel.py            the compiled Levenberg-Marquardt step and its residual
-forward.py           forward kinematics inside the kernel
+forward.py           forward kinematics inside the kernel (the tip, every frame)
 layout.py            the arm, settings and network as flat arrays the kernel reads
 candidates.py        the network's candidates inside the kernel, and their order
 network_forward.py   the network's forward pass without torch (compiled, numpy)
 network_backends.py  the numpy, onnx and torch backends, run ahead of the kernel
 onnx_layers.py       the network's layers written to and run from ONNX
-collision.py         self-collision and obstacle checks for the kernel
+collision.py         self-collision and obstacle checks for the kernel (CollisionModel)
+collision_pairs.py   which link pairs are checked: sampled as MoveIt does, or an SRDF
 shapes.py            a URDF's collision geometry as convex shapes
 convex.py            distances between convex shapes (GJK), compiled
 torch_solver.py      TorchSolver: the same policy in torch, for GPUs and evaluation

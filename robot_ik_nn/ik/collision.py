@@ -7,11 +7,8 @@ exact distances between them (convex.py), no allocation per pair.
   that joint held at 0 (or at its nearest limit), as PyBullet loads them.
 - Shapes: every ``<collision>`` as it is (sphere, box, cylinder, capsule), a mesh as the convex
   hull of its vertices (what PyBullet collides); shapes.py reads them.
-- Pairs, as MoveIt's setup assistant writes an SRDF's ``disable_collisions``: two links on one
-  frame (rigidly joined) are never checked; of the others, pairs one joint apart ("Adjacent"),
-  never within the margin over ``samples`` random configurations ("Never") and within it in at
-  least ``always_fraction`` of them ("Always") are left out. ``to_srdf()`` writes that list; an
-  SRDF given to ``from_arm`` (yours, or MoveIt's own for the arm) replaces it.
+- Pairs, as MoveIt's setup assistant writes an SRDF's ``disable_collisions``: collision_pairs.py
+  picks them (or reads them from an SRDF given to ``from_arm``); ``to_srdf()`` writes them.
 - ``margin`` (m) is the distance kept between surfaces, self and obstacles alike: an answer is
   refused when two checked shapes come closer than it.
 - Packed for the kernel (``pack``): counts (shapes, vertices, pairs, obstacles), the margin,
@@ -22,7 +19,6 @@ exact distances between them (convex.py), no allocation per pair.
 
 from __future__ import annotations
 
-import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -30,42 +26,16 @@ import numpy as np
 from numba import njit
 
 from . import convex
+from .collision_pairs import frames_of_links, left_out, link_key, read_srdf, srdf_text
 from .convex import BOX, FRAME, KIND, PAR, PLANE, POS, RADIUS, ROT, ROW
-from .layout import A_, AK_, B_, C_, P_, PRISMATIC, TYPE, pack_chain
+from .forward import link_frames
+from .layout import pack_chain
 from .shapes import box_corners, geometry_shapes, origin, with_bounds
 
 HEAD = 5  # the packed model's counts and margin
 
 
 # -- compiled -------------------------------------------------------------------------------------
-@njit(cache=True)
-def link_frames(chain, q, frames):
-    """Every chain frame for joints ``q`` into ``frames`` (dof + 1, 12): R row-major, then t."""
-    frames[0, :] = 0.0
-    frames[0, 0] = frames[0, 4] = frames[0, 8] = 1.0
-    for j in range(q.shape[0]):
-        f, g = frames[j], frames[j + 1]
-        s, c1 = 0.0, 0.0
-        if chain[j, TYPE] != PRISMATIC:
-            s, c1 = math.sin(q[j]), 1.0 - math.cos(q[j])
-        for a in range(3):
-            g[9 + a] = f[9 + a]
-            for b in range(3):
-                g[9 + a] += f[3 * a + b] * chain[j, P_ + b]
-            if chain[j, TYPE] == PRISMATIC:
-                for b in range(3):
-                    g[9 + a] += f[3 * a + b] * chain[j, AK_ + b] * q[j]
-        for a in range(3):
-            for c in range(3):
-                acc = 0.0
-                for b in range(3):
-                    k = 3 * b + c
-                    acc += f[3 * a + b] * (
-                        chain[j, A_ + k] + s * chain[j, B_ + k] + c1 * chain[j, C_ + k]
-                    )
-                g[3 * a + c] = acc
-
-
 @njit(cache=True)
 def unpack(col):
     """(shapes, vertices, pairs, obstacles, margin) views of a packed model (``pack``)."""
@@ -151,29 +121,6 @@ def clearance_batch(chain, shapes, verts, pairs, obstacles, Q, frames, poses, W,
         out[i] = clearance(chain, shapes, verts, pairs, obstacles, Q[i], frames, poses, W, stop)
 
 
-@njit(cache=True)
-def _near_counts(chain, shapes, verts, pairs, group, Q, within, frames, poses, W, counts):
-    """counts[g]: in how many rows of ``Q`` some shape pair of group g (a link pair) comes
-    closer than ``within``."""
-    last = np.full(counts.shape[0], -1)
-    for s in range(Q.shape[0]):
-        link_frames(chain, Q[s], frames)
-        for i in range(shapes.shape[0]):
-            convex.place(shapes[i], frames[int(shapes[i, FRAME])], poses[i])
-        for k in range(pairs.shape[0]):
-            a, b, g = int(pairs[k, 0]), int(pairs[k, 1]), group[k]
-            if (
-                last[g] == s
-                or convex.bound_gap(shapes[a], poses[a], shapes[b], poses[b]) >= within
-            ):
-                continue
-            if convex.capsule_gap(shapes[a], poses[a], shapes[b], poses[b]) >= within:
-                continue
-            if convex.gap(shapes[a], poses[a], shapes[b], poses[b], verts, within, W) < within:
-                counts[g] += 1
-                last[g] = s
-
-
 # -- the model ------------------------------------------------------------------------------------
 _MODELS: dict = {}
 
@@ -217,7 +164,7 @@ class CollisionModel:
         fewer than ``always_fraction`` of them. ``srdf`` (a path or the text of an SRDF):
         its ``disable_collisions`` are the pairs left out instead."""
         root = ET.fromstring(arm.urdf_text)
-        links = _frames_of_links(root, arm)
+        links = frames_of_links(root, arm)
         rows, hulls, owners, start = [], [], [], 0
         dirs = list(getattr(arm, "mesh_dirs", []))
         for link in root.iter("link"):
@@ -250,36 +197,12 @@ class CollisionModel:
         if srdf is not None:
             disabled = read_srdf(srdf, set(frame_of))
         else:
-            rng = np.random.default_rng(rng_seed)
-            Q = rng.uniform(_low(arm), _high(arm), (int(samples), arm.dof))
-            keys = sorted({_key(owners[a], owners[b]) for a, b in candidates})
-            index = {key: g for g, key in enumerate(keys)}
-            group = np.array([index[_key(owners[a], owners[b])] for a, b in candidates], np.int64)
-            counts = np.zeros(len(keys), np.int64)
-            _near_counts(
-                chain,
-                shapes,
-                verts,
-                pairs_all.astype(float),
-                group,
-                Q,
-                float(margin),
-                np.zeros((chain.shape[0], 12)),
-                np.zeros((len(shapes), 12)),
-                np.zeros((4, 3)),
-                counts,
-            )
-            near = dict(zip(keys, counts.tolist()))
-            disabled = {}
-            for key, c in near.items():
-                if abs(frame_of[key[0]] - frame_of[key[1]]) == 1:
-                    disabled[key] = "Adjacent"
-                elif c == 0:
-                    disabled[key] = "Never"
-                elif c >= always_fraction * len(Q):
-                    disabled[key] = "Always"
+            disabled = left_out(chain, shapes, verts, candidates, owners, frame_of, arm, margin,
+                                samples, rng_seed, always_fraction)
         keep = [
-            k for k, (a, b) in enumerate(candidates) if _key(owners[a], owners[b]) not in disabled
+            k
+            for k, (a, b) in enumerate(candidates)
+            if link_key(owners[a], owners[b]) not in disabled
         ]
         pairs = pairs_all[keep].reshape(-1, 2)
         return cls(chain, shapes, verts, pairs, frame_of, owners, disabled, margin)
@@ -360,7 +283,7 @@ class CollisionModel:
 
     @property
     def enabled_link_pairs(self) -> set[tuple[str, str]]:
-        return {_key(self.shape_links[a], self.shape_links[b]) for a, b in self.pairs}
+        return {link_key(self.shape_links[a], self.shape_links[b]) for a, b in self.pairs}
 
     def clearance(self, q) -> float:
         """The smallest gap (m) between checked shapes at ``q``; negative when two overlap."""
@@ -394,10 +317,7 @@ class CollisionModel:
 
     def to_srdf(self, robot: str = "robot") -> str:
         """The pairs left out, as an SRDF's ``disable_collisions`` (MoveIt reads it too)."""
-        lines = ['<?xml version="1.0"?>', f'<robot name="{robot}">']
-        for (a, b), why in sorted(self.disabled.items()):
-            lines.append(f'  <disable_collisions link1="{a}" link2="{b}" reason="{why}"/>')
-        return "\n".join(lines + ["</robot>", ""])
+        return srdf_text(self.disabled, robot)
 
     def describe(self) -> dict:
         kinds = list(self.disabled.values())
@@ -410,86 +330,6 @@ class CollisionModel:
             "obstacles": len(self.obstacles),
             "margin_m": self.margin,
         }
-
-
-def _key(a: str, b: str) -> tuple[str, str]:
-    return (a, b) if a <= b else (b, a)
-
-
-def _low(arm):
-    return np.where(np.isfinite(arm.lower), arm.lower, -math.pi)
-
-
-def _high(arm):
-    return np.where(np.isfinite(arm.upper), arm.upper, math.pi)
-
-
-def _frames_of_links(root, arm) -> dict[str, tuple[int, np.ndarray]]:
-    """link name -> (chain frame, its pose in that frame), for the base and every link below
-    it; a movable joint outside the chain is held at 0, or at its limit nearest 0."""
-    chain_index = {name: k for k, name in enumerate(arm.joint_names)}
-    below: dict[str, list] = {}
-    for j in root.iter("joint"):
-        below.setdefault(j.find("parent").get("link"), []).append(j)
-    links, stack = {}, [(arm.base, 0, np.eye(4))]
-    while stack:
-        name, frame, T = stack.pop()
-        links[name] = (frame, T)
-        for j in below.get(name, []):
-            child = j.find("child").get("link")
-            if chain_index.get(j.get("name")) == frame and j.get("type") != "fixed":
-                stack.append((child, frame + 1, np.eye(4)))
-            else:
-                stack.append((child, frame, T @ origin(j) @ _held(j)))
-    return links
-
-
-def _held(joint) -> np.ndarray:
-    """The motion of a joint outside the chain at the value PyBullet loads it with (0, kept
-    within its limits)."""
-    M = np.eye(4)
-    if joint.get("type") in ("fixed", None, "floating", "planar"):
-        return M
-    limit = joint.find("limit")
-    value = 0.0
-    if limit is not None and joint.get("type") != "continuous":
-        value = min(max(0.0, float(limit.get("lower", 0))), float(limit.get("upper", 0)))
-    axis_el = joint.find("axis")
-    axis = np.array((axis_el.get("xyz") if axis_el is not None else "1 0 0").split(), float)
-    axis = axis / np.linalg.norm(axis)
-    if joint.get("type") == "prismatic":
-        M[:3, 3] = axis * value
-    else:
-        K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
-        M[:3, :3] = np.eye(3) + math.sin(value) * K + (1 - math.cos(value)) * K @ K
-    return M
-
-
-def read_srdf(srdf, links: set[str]) -> dict[tuple[str, str], str]:
-    """An SRDF's ``disable_collisions`` as {(link a, link b): reason}; a path or the text. A
-    link the arm does not have is named."""
-    text = str(srdf)
-    if not text.lstrip().startswith("<"):
-        path = Path(text)
-        try:
-            text = path.read_text()
-        except OSError as err:
-            raise ValueError(f"cannot read the collision pairs file {path}: {err}") from None
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as err:
-        raise ValueError(f"the collision pairs file is not XML: {err}") from None
-    out = {}
-    for el in root.iter("disable_collisions"):
-        a, b = el.get("link1"), el.get("link2")
-        for link in (a, b):
-            if link not in links:
-                raise ValueError(
-                    f"disable_collisions names link {link!r}, which this arm does not have "
-                    f"below its base; links: {', '.join(sorted(links))}"
-                )
-        out[_key(a, b)] = el.get("reason", "User")
-    return out
 
 
 def _pair(value, name: str, form: str):

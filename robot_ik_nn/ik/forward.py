@@ -1,6 +1,6 @@
 """Forward kinematics in the compiled kernel (numba, float64): the joints' sines, the tip's pose
-and the geometric Jacobian, and the rotation helpers every residual uses. kernel.py builds the
-residual and Levenberg-Marquardt on these.
+and the geometric Jacobian, every chain frame at once (the collision check's), and the rotation
+helpers every residual uses. kernel.py builds the residual and Levenberg-Marquardt on these.
 """
 
 from __future__ import annotations
@@ -137,6 +137,34 @@ def fk(chain, q, p, R, J, work, want_jac):
                 dx, dy, dz = p[0] - work[0, j], p[1] - work[1, j], p[2] - work[2, j]
                 J[0, j], J[1, j], J[2, j] = zy * dz - zz * dy, zz * dx - zx * dz, zx * dy - zy * dx
                 J[3, j], J[4, j], J[5, j] = zx, zy, zz
+
+
+@njit(cache=True)
+def link_frames(chain, q, frames):
+    """Every chain frame for joints ``q`` into ``frames`` (dof + 1, 12): R row-major, then t."""
+    frames[0, :] = 0.0
+    frames[0, 0] = frames[0, 4] = frames[0, 8] = 1.0
+    for j in range(q.shape[0]):
+        f, g = frames[j], frames[j + 1]
+        s, c1 = 0.0, 0.0
+        if chain[j, TYPE] != PRISMATIC:
+            s, c1 = math.sin(q[j]), 1.0 - math.cos(q[j])
+        for a in range(3):
+            g[9 + a] = f[9 + a]
+            for b in range(3):
+                g[9 + a] += f[3 * a + b] * chain[j, P_ + b]
+            if chain[j, TYPE] == PRISMATIC:
+                for b in range(3):
+                    g[9 + a] += f[3 * a + b] * chain[j, AK_ + b] * q[j]
+        for a in range(3):
+            for c in range(3):
+                acc = 0.0
+                for b in range(3):
+                    k = 3 * b + c
+                    acc += f[3 * a + b] * (
+                        chain[j, A_ + k] + s * chain[j, B_ + k] + c1 * chain[j, C_ + k]
+                    )
+                g[3 * a + c] = acc
 
 
 @njit(cache=True)
