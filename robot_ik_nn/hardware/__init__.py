@@ -4,7 +4,9 @@ vendors' clients.
 driver.py           the driver contract every arm implements
 drivers.py          a driver picked by its kind (the one place that knows them all)
 bridge.py           joint goals to a driver: what keeps a real arm safe
-pybullet_arm.py     the PyBullet arm and its driver
+pybullet_arm.py     the PyBullet arm: load, teleport, read the tool, position control
+soft_joints.py      its joints held by a finite stiffness under gravity (physics on)
+pybullet_driver.py  that arm behind the driver contract
 niryo.py            Niryo One (TCP text server), Ned and Ned2 (pyniryo)
 inmoov.py           the InMoov arm: hobby servos over a serial link
 calibration.py      InMoov servo calibration (a YAML file per build)

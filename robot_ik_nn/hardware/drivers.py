@@ -15,7 +15,7 @@ def make_driver(kind: str, arm, *, host: str = "", port: str = "", calibration: 
                 timeout: float = 2.0, **options) -> Driver:
     """The driver called ``kind`` for ``arm``; ``port`` is a TCP port or a serial device."""
     if kind == "pybullet":
-        from .pybullet_arm import PyBulletDriver
+        from .pybullet_driver import PyBulletDriver
 
         return PyBulletDriver(arm, **options)
     if kind == "niryo_one_tcp":

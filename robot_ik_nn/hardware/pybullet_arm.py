@@ -6,14 +6,17 @@
         sim.command(q_goal); sim.step(240)     # position control: the stand-in for hardware
         sim.snapshot("arm.png")
 
-One ``ArmSim`` owns one physics client, so several can live side by side. ``PyBulletDriver``
+One ``ArmSim`` owns one physics client, so several can live side by side. pybullet_driver.py
 puts it behind the driver contract (driver.py), so the arm node drives the simulated arm
-exactly as it drives a real one; the emulators (emulators/) move one too.
+exactly as it drives a real one; the emulators (emulators/) move one too. Joints held by a
+finite stiffness under gravity (``stiffness=``, ``forward_held``) are soft_joints.py's.
 """
 
 from __future__ import annotations
 
-import threading
+import tempfile
+import warnings
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -21,17 +24,13 @@ import pybullet as pb
 
 from ..arm.model import ArmModel
 from ..arm.resources import find_mesh
-from .driver import Driver, DriverError
+from . import soft_joints
 
 
 def _loadable_urdf(arm):
     """None when PyBullet can read ``arm.source`` as it is; otherwise a temporary URDF whose mesh
     files point into ``arm.mesh_dirs`` (a model folder carries robot.urdf but not the meshes),
     with the shapes whose mesh is found nowhere left out. Kinematics never need the shapes."""
-    import tempfile
-    import warnings
-    import xml.etree.ElementTree as ET
-
     root = ET.fromstring(arm.urdf_text)
     meshes = [
         (el, m) for el in root.iter() if el.tag in ("visual", "collision") for m in el.iter("mesh")
@@ -179,93 +178,18 @@ class ArmSim:
             pos[k], quat[k] = self.end_effector_pose()
         return pos.reshape(*q.shape[:-1], 3), quat.reshape(*q.shape[:-1], 4)
 
-    # -- soft joints under gravity (opt in: ArmSim(arm, stiffness=...)) ------------------------
-    def _movable(self) -> list[int]:
-        return [
-            i
-            for i in range(pb.getNumJoints(self.body, **self._pb_kwargs))
-            if pb.getJointInfo(self.body, i, **self._pb_kwargs)[2] != pb.JOINT_FIXED
-        ]
-
+    # -- soft joints under gravity (opt in: ArmSim(arm, stiffness=...)): soft_joints.py ------
     def gravity_torques(self, q) -> np.ndarray:
-        """PyBullet's own holding torques (inverse dynamics at rest) at joints ``q`` (N, dof):
-        what each joint's motor must give to hold the arm still against gravity."""
-        movable = self._movable()
-        slot = [movable.index(i) for i in self.joint_indices]
-        q = np.atleast_2d(np.asarray(q, float))
-        out = np.empty_like(q)
-        for b, row in enumerate(q):
-            full = [0.0] * len(movable)
-            for s_, v in zip(slot, row):
-                full[s_] = float(v)
-            zero = [0.0] * len(movable)
-            tau = pb.calculateInverseDynamics(self.body, full, zero, zero, **self._pb_kwargs)
-            out[b] = [tau[s_] for s_ in slot]
-        return out
+        """PyBullet's own holding torques (inverse dynamics at rest) at joints ``q`` (N, dof)."""
+        return soft_joints.gravity_torques(self, q)
 
     def forward_held(
         self, q, seconds: float = 5.0, from_statics: bool = True
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Where the tool settles when each row of ``q`` (N, dof) is commanded and the joints
-        are held by their stiffness under gravity (physics stepped until the arm is still).
-        Returns positions (N, 3), quaternions (N, 4) and the joints the arm took (N, dof).
-
-        ``from_statics``: each settle starts where PyBullet's own inverse dynamics put the
-        balance ``k (q_cmd - q) = load(q)`` (a few fixed-point steps) rather than at ``q_cmd``:
-        the same rest (the physics must still come to rest there, |velocity| < 1e-8 rad/s),
-        reached in tens of steps instead of thousands."""
-        if self.stiffness is None:
-            raise ValueError(
-                "forward_held needs the soft-joint physics: ArmSim(arm, stiffness=...)"
-            )
-        q = np.atleast_2d(np.asarray(q, float))
-        soft = np.isfinite(self.stiffness)
-        idx = [i for i, s_ in zip(self.joint_indices, soft) if s_]
-        K = self.stiffness[soft]
-        movable = self._movable()
-        slot = [movable.index(i) for i in idx]
-        pos, quat, took = np.empty((len(q), 3)), np.empty((len(q), 4)), np.empty_like(q)
-        kw = self._pb_kwargs
-        try:
-            for b, row in enumerate(self._checked_rows(q)):
-                start = row.copy()
-                for _ in range(6 if from_statics and idx else 0):
-                    start[soft] = row[soft] - self.gravity_torques(start)[0][soft] / K
-                for index, value in zip(self.joint_indices, start):
-                    pb.resetJointState(self.body, index, float(value), 0.0, **kw)
-                self.command(row)  # the rigid joints: held by position control
-                target = row[soft]
-                if idx:
-                    pb.setJointMotorControlArray(
-                        self.body, idx, pb.VELOCITY_CONTROL, forces=[0.0] * len(idx), **kw
-                    )
-                    full = [s[0] for s in pb.getJointStates(self.body, movable, **kw)]
-                    M = np.array(pb.calculateMassMatrix(self.body, full, **kw))
-                    inertia = np.diag(M)[slot]
-                    omega = np.sqrt(K / inertia)
-                    dt = min(self.time_step, 0.02 / omega.max())  # 0.2: unstable (measured)
-                    D = 2.0 * np.sqrt(K * inertia)  # each joint critically damped on its own
-                    pb.setTimeStep(dt, **kw)
-                    for step in range(int(seconds / dt)):
-                        states = pb.getJointStates(self.body, idx, **kw)
-                        qs = np.array([s[0] for s in states])
-                        vs = np.array([s[1] for s in states])
-                        if step > 10 and np.abs(vs).max() < 1e-8:
-                            break
-                        tau = K * (target - qs) - D * vs
-                        pb.setJointMotorControlArray(
-                            self.body, idx, pb.TORQUE_CONTROL, forces=tau.tolist(), **kw
-                        )
-                        pb.stepSimulation(**kw)
-                took[b] = self.get_joints()
-                pos[b], quat[b] = self.end_effector_pose()
-        finally:
-            pb.setTimeStep(self.time_step, **kw)
-            self.command(self.get_joints())  # back to position control where the arm is
-        return pos, quat, took
-
-    def _checked_rows(self, q) -> np.ndarray:
-        return np.array([self._check(row) for row in q])
+        """Where the tool settles when each row of ``q`` is commanded and the joints are held
+        by their stiffness under gravity: positions, quaternions and the joints the arm took
+        (soft_joints.forward_held)."""
+        return soft_joints.forward_held(self, q, seconds, from_statics)
 
     # -- collisions ----------------------------------------------------------------------------
     def _adjacent_pairs(self) -> set[tuple[int, int]]:
@@ -386,73 +310,3 @@ class ArmSim:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
-
-
-class PyBulletDriver(Driver):
-    """The simulated arm behind the driver contract. Each ``read`` advances the physics by the
-    wall-clock time since the last one (at most ``max_lag`` s), so the arm moves in real time at
-    whatever rate the bridge reads it."""
-
-    kind = "pybullet"
-
-    def __init__(self, arm, gui: bool = False, time_step: float = 1.0 / 240.0,
-                 initial=None, max_lag: float = 0.1):
-        super().__init__(arm)
-        self.gui, self.time_step, self.initial, self.max_lag = gui, time_step, initial, max_lag
-        self.sim: ArmSim | None = None
-        self._last = None
-        # the bridge's thread steps the physics; closing from another thread must wait for it
-        self._lock = threading.RLock()
-
-    def connect(self) -> None:
-        import time
-
-        with self._lock:
-            self._connect(time)
-
-    def _connect(self, time) -> None:
-        if self.sim is None:
-            self.sim = ArmSim(self.arm, gui=self.gui, time_step=self.time_step)
-            if self.initial is not None and len(self.initial) == self.arm.dof:
-                self.sim.set_joints(self.initial)
-        self._last = time.monotonic()
-
-    def _live(self) -> ArmSim:
-        if self.sim is None:
-            raise DriverError("pybullet: not connected")
-        return self.sim
-
-    def read(self) -> np.ndarray:
-        with self._lock:
-            return self._read()
-
-    def _read(self) -> np.ndarray:
-        import time
-
-        sim = self._live()
-        now = time.monotonic()
-        behind = now - self._last
-        steps = int(min(behind, self.max_lag) / self.time_step)
-        sim.step(steps)
-        # a stalled caller does not make the arm race to catch up: time past max_lag is dropped
-        self._last = now if behind > self.max_lag else self._last + steps * self.time_step
-        return sim.get_joints()
-
-    def velocities(self) -> np.ndarray:
-        with self._lock:
-            return self._live().get_velocities()
-
-    def write(self, q) -> None:
-        with self._lock:
-            self._live().command(q)
-
-    def stop(self) -> None:
-        with self._lock:
-            sim = self._live()
-            sim.command(sim.get_joints())
-
-    def close(self) -> None:
-        with self._lock:
-            if self.sim is not None:
-                self.sim.close()
-                self.sim = None

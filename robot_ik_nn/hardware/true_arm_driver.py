@@ -21,7 +21,8 @@ import numpy as np
 
 from ..arm.model import ArmModel
 from .driver import DriverError
-from .pybullet_arm import ArmSim, PyBulletDriver
+from .pybullet_arm import ArmSim
+from .pybullet_driver import PyBulletDriver
 
 
 def sim_options_known() -> set[str]:
