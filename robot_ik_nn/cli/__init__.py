@@ -18,6 +18,7 @@ adds, each bound to the function that runs it):
     __main__.py    python -m robot_ik_nn.cli
     common.py      use_threads(): the CPU threads numba (and torch) may use
     train.py       train, merge
+    train_run.py   train --nproc under torchrun; the stop between steps (signals, stop file)
     solve.py       eval, solve
     calibrate.py   calibrate, true-arm
     collisions.py  collisions

@@ -1,23 +1,21 @@
 """The command line's training words: ``train`` (one process, or several under torchrun) and
-``merge``; cli.py holds the rest. Training stops between steps on SIGTERM and a first Ctrl-C, so a
-stopped run resumes bit for bit."""
+``merge``. How a run is launched under torchrun and stopped between steps (so a stopped run
+resumes bit for bit) is train_run.py's."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import signal
+import json
 import sys
-import tempfile
-import threading
 from pathlib import Path
 
+from .. import model_dir
 from ..arg_types import count, port, positive
+from ..arm.model import ArmModel
+from ..learn.learners import LEARNERS
 from .common import use_threads
 from .solve import cmd_eval
-
-STOP_FILE = "ROBOT_IK_NN_STOP_FILE"  # train --nproc: the file that asks the workers to stop
+from .train_run import stop_between_steps, torchrun, watch_stop_file
 
 
 def cmd_train(args) -> int:
@@ -25,7 +23,7 @@ def cmd_train(args) -> int:
 
     if args.nproc and args.nproc > 1 and world_from_env()[1] == 1:
         _check_before_workers(args)  # one plain message here, not one per worker under torchrun
-        return _torchrun(args)
+        return torchrun(args.argv, args.nproc)
     world = world_from_env()[1]
     use_threads(args.threads or (cpu_threads() if world > 1 else None), torch=True)
     from ..learn.training import Trainer
@@ -38,8 +36,8 @@ def cmd_train(args) -> int:
         if missing:
             print(f"robot-ik-nn train: {missing}", file=sys.stderr)
             return 1
-    stop = _stop_between_steps()
-    _watch_stop_file(stop)
+    stop = stop_between_steps()
+    watch_stop_file(stop)
     trainer = Trainer(
         config, resume=args.resume, force=args.force, progress=not args.quiet, stop=stop
     )
@@ -79,7 +77,7 @@ def cmd_merge(args) -> int:
     use_threads(args.threads, torch=True)
     from ..learn.merge import merge
 
-    stop = _stop_between_steps()
+    stop = stop_between_steps()
     trainer = merge(
         args.models,
         args.out,
@@ -134,10 +132,6 @@ def _config(args):
 
 def _check_before_workers(args) -> None:
     """What ``train --nproc N`` would refuse in each worker, refused once, before any starts."""
-    import json
-
-    from .. import model_dir
-    from ..arm.model import ArmModel
     from ..learn.distributed import check_parallel
     from ..learn.run_state import TrainingError, begin, check, resumed_learn
 
@@ -178,115 +172,15 @@ def _minutes(args, default: float):
     return None if args.steps else default
 
 
-def _stop_between_steps() -> threading.Event:
-    """SIGTERM and a first Ctrl-C end a run after the step in flight: saved, and resumable bit
-    for bit with --resume (an interrupt inside a step would save a random state that step had
-    already moved on). A second Ctrl-C interrupts at once."""
-    stop = threading.Event()
-
-    def first_ctrl_c(*_):
-        stop.set()
-        print("\nstopping after this step (Ctrl-C again to interrupt at once)", file=sys.stderr)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, first_ctrl_c)
-    return stop
-
-
-def _torchrun(args) -> int:
-    """``train --nproc N``: the same command in N processes under torchrun, on this machine."""
-    import subprocess
-
-    argv, rest, command = [], iter(args.argv), "train"
-    for word in rest:  # the same words less the command and "--nproc N" (or "--nproc=N")
-        if word == "--nproc":
-            next(rest)
-        elif word == command:
-            command = None  # only the first "train" is the command
-        elif not word.startswith("--nproc="):
-            argv.append(word)
-    run = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
-    run += ["--nproc-per-node", str(args.nproc), "-m", "robot_ik_nn.train", *argv]
-    # torchrun in a session of its own (its workers have theirs): a terminal's Ctrl-C reaches
-    # this process alone, which tells the workers through a file that rank 0 watches (they stop
-    # between steps, save and end as a finished run does; a signal could land while a worker is
-    # still importing, and torchrun answers one with a traceback)
-    stop_file = Path(tempfile.mkdtemp(prefix="robot_ik_nn_stop_")) / "stop"
-    env = {**os.environ, STOP_FILE: str(stop_file)}
-    proc = subprocess.Popen(run, start_new_session=True, env=env)
-    stopped = False
-    handled = (signal.SIGTERM, signal.SIGHUP)  # as a Ctrl-C
-    previous = {sig: signal.signal(sig, _interrupt) for sig in handled}
-    try:
-        while True:
-            try:
-                code = proc.wait()
-                break
-            except KeyboardInterrupt:
-                if stopped:  # a second one: at once
-                    for pid in _children(proc.pid):
-                        try:
-                            os.killpg(pid, signal.SIGINT)  # each worker leads its own session
-                        except OSError:
-                            pass
-                stopped = True
-                stop_file.touch()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        shutil.rmtree(stop_file.parent, ignore_errors=True)
-    return 130 if stopped and code == 0 else code
-
-
-def _watch_stop_file(stop: threading.Event) -> None:
-    """Under ``train --nproc``: set ``stop`` once the launching process creates its stop file
-    (a terminal's Ctrl-C there)."""
-    path = os.environ.get(STOP_FILE)
-    if not path:
-        return
-
-    def watch():
-        while not stop.wait(0.2):
-            if os.path.exists(path):
-                if os.environ.get("RANK", "0") == "0":
-                    print("\nstopping after this step", file=sys.stderr)
-                stop.set()
-
-    threading.Thread(target=watch, daemon=True, name="stop file").start()
-
-
-def _interrupt(*_):
-    raise KeyboardInterrupt
-
-
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (Linux's /proc)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:  # bytes: a process name need not be UTF-8
-            fields = stat.read_bytes().rsplit(b")", 1)[1].split()
-            if int(fields[1]) == pid:
-                found.append(int(stat.parent.name))
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
-
-
 def _out(args) -> str:
     return args.out or f"models/{_stem(args.robot)}"
 
 
 def _stem(robot: str) -> str:
-    from pathlib import Path
-
     return Path(robot).stem if robot.endswith(".urdf") else robot
 
 
 def register(sub) -> None:
-    from ..learn.learners import LEARNERS
-
     t = sub.add_parser("train", help="train an IK network by reward")
     t.add_argument(
         "--robot",
