@@ -521,7 +521,8 @@ def test_the_calibrate_session_plan_its_params_file_and_its_launch_file(monkeypa
 
     from test_session import _stand_in_launch
 
-    from robot_ik_nn.nodes.session import ARGUMENTS, SessionError, load_params, plan
+    from robot_ik_nn.nodes.session import plan
+    from robot_ik_nn.nodes.session_arguments import ARGUMENTS, SessionError, load_params
 
     root = Path(__file__).resolve().parent.parent
     given = {"model_dir": "nowhere", "sim_urdf": "/t.urdf", "sim_stiffness": "200", "poses": "30",

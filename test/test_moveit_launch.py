@@ -15,10 +15,11 @@ from std_msgs.msg import String
 from test_session import _stand_in_launch
 
 from robot_ik_nn.arm.model import ArmModel
-from robot_ik_nn.nodes import session
+from robot_ik_nn.nodes import session_arguments
 from robot_ik_nn.nodes.common import RELIABLE
 from robot_ik_nn.nodes.robot_description import LATCHED
-from robot_ik_nn.nodes.session import ARGUMENTS, SessionError, plan
+from robot_ik_nn.nodes.session import plan
+from robot_ik_nn.nodes.session_arguments import ARGUMENTS, SessionError
 
 pytestmark = pytest.mark.ros
 
@@ -78,14 +79,14 @@ def test_sim_time_and_the_joint_states_topic_reach_every_node(served_model):
 def test_model_dir_resolved_from_the_share_or_an_absolute_path(tmp_path, monkeypatch):
     share = tmp_path / "share"
     (share / "models" / "mine").mkdir(parents=True)
-    monkeypatch.setattr(session, "share_dir", lambda: share)
+    monkeypatch.setattr(session_arguments, "share_dir", lambda: share)
     monkeypatch.chdir(tmp_path)
-    assert session.resolve_model_dir("models/mine") == str(share / "models" / "mine")
+    assert session_arguments.resolve_model_dir("models/mine") == str(share / "models" / "mine")
     (tmp_path / "models" / "mine").mkdir(parents=True)  # the working directory comes first
-    assert session.resolve_model_dir("models/mine") == str(tmp_path / "models" / "mine")
-    assert session.resolve_model_dir(str(share)) == str(share)
+    assert session_arguments.resolve_model_dir("models/mine") == str(tmp_path / "models" / "mine")
+    assert session_arguments.resolve_model_dir(str(share)) == str(share)
     with pytest.raises(SessionError, match="does not exist"):
-        session.resolve_model_dir(str(tmp_path / "nowhere"))
+        session_arguments.resolve_model_dir(str(tmp_path / "nowhere"))
     with pytest.raises(SessionError, match="does not exist"):
         plan("inference", {"model_dir": str(tmp_path / "nowhere")})
 

@@ -6,7 +6,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from robot_ik_nn.nodes.session import ARGUMENTS, SessionError, load_params, parse_assignments, plan
+from robot_ik_nn.nodes.session import plan
+from robot_ik_nn.nodes.session_arguments import (
+    ARGUMENTS,
+    SessionError,
+    load_params,
+    parse_assignments,
+)
 from robot_ik_nn.nodes.trajectory import TrajectoryFollower
 
 pytestmark = pytest.mark.ros

@@ -30,7 +30,8 @@ def deploy_run(model, arm_kind: str, targets: int = 200, seed: int = 5, kill_at:
                step: float = 0.4, timeout: float = 30.0, progress: bool = False) -> dict:
     from ..ik.solver import Solver
     from ..nodes.client import SessionClient as Client
-    from ..nodes.session import DEPLOY_ARMS, plan
+    from ..nodes.session import plan
+    from ..nodes.session_arguments import DEPLOY_ARMS
 
     solver = Solver.load(model).with_settings(collision_check=True)
     arm = solver.arm

@@ -3,6 +3,7 @@
 Importing this package imports nothing; each node module needs rclpy, ``session`` does not.
 
 session.py              which nodes a session runs, with which parameters (the one plan)
+session_arguments.py    its launch arguments, checked, and the params file
 launch_description.py   that plan as launch_ros actions, for the files in launch/
 runner.py               that plan run in one process, on one rclpy executor
 common.py               QoS, declared parameters, messages, running a node

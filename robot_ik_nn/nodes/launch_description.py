@@ -18,7 +18,8 @@ from launch_ros.actions import Node
 
 from launch import LaunchDescription
 
-from .session import ARGUMENTS, plan
+from .session import plan
+from .session_arguments import ARGUMENTS
 
 
 def _actions(context, session):
