@@ -1,4 +1,4 @@
-"""The PyBullet arm: the simulator wrapper (the only home of pybullet) and its driver.
+"""The PyBullet arm: the simulator wrapper, kinematic unless asked (hardware/ is pybullet's home).
 
     with ArmSim("niryo_one") as sim:          # DIRECT (headless) unless gui=True
         sim.set_joints(q)                      # teleport
