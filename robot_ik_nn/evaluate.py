@@ -12,15 +12,17 @@ import os
 import time
 
 import numpy as np
+from numba import get_num_threads
 
+from . import model_dir
 from .arm.rotations import matrix_to_quaternion, rotation_angle
+from .ik.results import BatchResult
+from .ik.solver import Solver
 
 
 def held_out_targets(arm, n: int, seed: int, margin: float = 0.0):
     """(q, position, rotation matrix) of ``n`` reachable targets, float64 numpy: the joints are
     uniform inside the limits (less ``margin`` for limited joints)."""
-    from .ik.solver import Solver
-
     rng = np.random.default_rng(seed)
     keep = np.where(arm.continuous, 0.0, margin)
     lo, hi = arm.lower + keep, arm.upper - keep
@@ -54,8 +56,6 @@ def network_errors(net, arm, targets: int = 2000, seed: int = 12345) -> dict:
             torch.as_tensor(rot, dtype=torch.float32, device=device) if pose else None,
         )
     net.train(was_training)
-    from .ik.solver import Solver
-
     p_q, r_q = Solver(arm).forward(q.double().cpu().numpy())
     out = errors_mm_deg(np.linalg.norm(p_q - pos, axis=1), rotation_angle(r_q, rot))
     if not pose:
@@ -72,8 +72,6 @@ def evaluate(
     settings=None,
 ) -> dict:
     """The ``robot-ik-nn eval --json`` object for a model folder (path or archive)."""
-    from .ik.solver import Solver
-
     if device != "cpu" and not device.startswith("cuda"):
         raise ValueError(f"device {device!r}: eval runs on cpu (compiled) or cuda[:N] (torch)")
     if device.startswith("cuda"):
@@ -114,8 +112,6 @@ def evaluate(
     ]
     sync()
     seconds = time.perf_counter() - started
-    from .ik.results import BatchResult
-
     s = BatchResult.concatenate(parts).summary()
     result["refined"] = {
         "solve_rate": s["solved"] / targets,
@@ -139,15 +135,12 @@ def evaluate(
 def _threads(device: str) -> int:
     if device.startswith("cuda"):
         return 1
-    from numba import get_num_threads
-
     return get_num_threads() or os.cpu_count() or 1
 
 
 def _torch_solver(model, settings, device):
     import torch
 
-    from . import model_dir
     from .ik.torch_solver import TorchSolver
 
     loaded = model_dir.load(model, device=device)

@@ -18,10 +18,15 @@ a test case: targets are made from joints PyBullet finds free.
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 
+from ..arm.model import ArmModel
+from ..arm.resources import PYBULLET_DATA_ARMS, pybullet_data_path
 from ..arm.rotations import matrix_to_quaternion
+from ..ik.collision import CollisionModel
+from ..ik.solver import Solver
 from .measure import judge, one_cpu
 
 
@@ -81,8 +86,6 @@ def compare(sim, model, Q) -> dict:
 
 def measure(model, targets: int = 1000, compare_n: int = 2000, **kw) -> dict:
     from ..hardware.pybullet_arm import ArmSim
-    from ..ik.solver import Solver
-
     say = kw.get("say") or (lambda text: None)
     plain = Solver.load(model)
     solver = plain.with_settings(collision_check=True)
@@ -122,13 +125,7 @@ def measure(model, targets: int = 1000, compare_n: int = 2000, **kw) -> dict:
 
 def vendor_arms(n: int, say) -> dict:
     """The model against PyBullet on ``n`` random joint sets of every arm in pybullet_data."""
-    import warnings
-
-    from ..arm.model import ArmModel
-    from ..arm.resources import PYBULLET_DATA_ARMS, pybullet_data_path
     from ..hardware.pybullet_arm import ArmSim
-    from ..ik.collision import CollisionModel
-
     out = {}
     for relative, tip in PYBULLET_DATA_ARMS.items():
         say(f"  {relative}")

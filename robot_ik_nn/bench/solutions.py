@@ -18,15 +18,14 @@ import numpy as np
 
 from ..arm.rotations import matrix_to_quaternion
 from ..evaluate import held_out_targets
+from ..ik import several_answers
+from ..ik.solver import Solver
 from .measure import judge, one_cpu
 
 
 def completeness(
     model, k: int = 8, targets: int = 200, brute_restarts: int = 10000, seed: int = 777, say=None
 ) -> dict:
-    from ..ik import several_answers
-    from ..ik.solver import Solver
-
     say = say or (lambda text: None)
     solver = Solver.load(model)
     arm, pose = solver.arm, solver.mode == "pose"

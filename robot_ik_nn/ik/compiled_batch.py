@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from numba import get_num_threads
 
 from . import layout, network_backends, policy
 from .inputs import joints, rows
@@ -69,6 +70,4 @@ def solve_batch(solver, positions, quaternions, current, warm) -> BatchResult:
 
 def chunks(batch: int) -> int:
     """Slices of a batch for the kernel's threads: several per thread, so none waits long."""
-    from numba import get_num_threads
-
     return max(1, min(batch, 8 * get_num_threads()))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arm.rotations import quaternion_to_matrix
 from . import network_forward
 
 
@@ -34,8 +35,6 @@ def one_seed(solver, pt, quat, current) -> bool:
     if quat is not None:
         if np.linalg.norm(quat) == 0:
             return False
-        from ..arm.rotations import quaternion_to_matrix
-
         R = quaternion_to_matrix(quat)[None]
     now = None if current is None else current[None]
     solver._seed[:] = candidates(solver, pt[None], R, now)[0]
@@ -50,8 +49,6 @@ def batch_seeds(solver, P, Q, current) -> tuple[np.ndarray, bool]:
     ok = _acceptable_for_network(P, Q)
     R = None
     if Q is not None:
-        from ..arm.rotations import quaternion_to_matrix
-
         R = quaternion_to_matrix(np.where(ok[:, None], Q, [0, 0, 0, 1.0]))
     found = candidates(solver, np.where(ok[:, None], P, 0.0), R, current)
     return np.ascontiguousarray(found), True

@@ -17,9 +17,13 @@ Networks of different chains (different arms), or of different modes, are refuse
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import numpy as np
+
 from .. import model_dir
+from ..evaluate import network_errors
 from . import run_state
 from .learners import LearnConfig
 from .training import TrainConfig, Trainer
@@ -58,8 +62,6 @@ def _where(parent) -> Path:
 def merged_arm(parents: list):
     """The parents' chain with, per joint, the union of their ranges (their own arm when every
     parent has the same limits)."""
-    import numpy as np
-
     first = parents[0].arm
     if all(p.arm.fingerprint == first.fingerprint for p in parents):
         return first
@@ -70,10 +72,6 @@ def merged_arm(parents: list):
 
 def best_parent(parents: list, learn: LearnConfig, targets: int = 2000):
     """The parent with the best mean reward on held-out targets of the whole workspace."""
-    import math
-
-    from ..evaluate import network_errors
-
     def cost(p):
         e = network_errors(p.net, p.arm, targets=targets, seed=10_001)
         rot = math.radians(e.get("rot_deg_median", 0.0))
