@@ -72,7 +72,7 @@ def test_network_is_published_during_a_training_session(tmp_path):
     try:
         probe.listen(MarkerArray, "/learner_node/network", DEEP)
         out = tmp_path / "session_model"
-        proc = _session(out, 5)
+        proc = _session(out, minutes=5.0)
         try:
             probe.wait_for(
                 lambda: len(probe.received["/learner_node/network"]) >= 3,

@@ -57,7 +57,7 @@ def test_every_named_topic_is_published_with_its_type(tmp_path):
     expected = named_topics()
     ours = {t: v for t, v in expected.items() if t not in FROM_ROBOT_STATE_PUBLISHER}
     probe = Probe("rviz_config_probe")
-    proc = _session(tmp_path / "model", 5)
+    proc = _session(tmp_path / "model", minutes=5.0)
     graph: dict = {}
     try:
 
