@@ -88,6 +88,38 @@ def test_a_six_joint_arm_is_left_alone():
         assert judged(oracle, arm, on, P, R).all()
 
 
+def test_a_stuck_stream_jumps_to_the_nearest_answer_it_finds(panda):
+    """Where LM from the last answer cannot reach the next target (a dead end), the answer comes
+    from seeds around the last one, drawn wider and wider up to ``track_search``, before seeds
+    anywhere. On twelve Panda spline paths (PyBullet's targets), each jump of the
+    stream is compared with the same stream with ``track_search=0`` at the same target (from
+    the same last answer): summed over the dead ends, the default jumps less, and every answer
+    is exact by PyBullet. (Mutation tried: the wider rungs removed, policy.NEAR_RUNGS = (0.0,):
+    the sums were equal, 36.67 rad, the test failed.)"""
+    arm, oracle = panda
+    wide = Solver(arm)
+    assert wide.settings.track_search > 0.05  # on by default
+    narrow = wide.with_settings(track_search=0.0)
+    jumps = {"wide": [], "narrow": []}
+    for seed in range(1000, 1012):
+        q_path, P, R, Q = bullet_path(arm, oracle, seed)
+        q, last = np.full((len(P), arm.dof), np.nan), q_path[0]
+        for i in range(len(P)):
+            answer = wide.solve(P[i], Q[i], current=last, last=last)
+            q[i] = answer.q
+            if np.abs(answer.q - last).max() > 0.2:  # a dead end: the narrow search from here
+                other = narrow.solve(P[i], Q[i], current=last, last=last)
+                assert judged(oracle, arm, other.q[None], P[i : i + 1], R[i : i + 1]).all()
+                jumps["wide"].append(np.abs(answer.q - last).max())
+                jumps["narrow"].append(np.abs(other.q - last).max())
+            last = answer.q
+        assert judged(oracle, arm, q, P, R).all(), seed
+    assert jumps["wide"], "no dead end on these paths: nothing was compared"
+    assert sum(jumps["wide"]) < sum(jumps["narrow"]), jumps
+    with pytest.raises(ValueError, match="IKSettings.track_search"):
+        IKSettings(track_search=-0.1)
+
+
 def test_track_limits_is_checked():
     with pytest.raises(ValueError, match="IKSettings.track_limits"):
         IKSettings(track_limits=-0.01)

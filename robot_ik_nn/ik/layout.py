@@ -48,8 +48,9 @@ REVOLUTE, CONTINUOUS, PRISMATIC = 0.0, 1.0, 2.0
     RNG_LO,
     RNG_HI,
     TRACK_LIMITS,
+    TRACK_SEARCH,
     CFG,
-) = range(25)
+) = range(26)
 TWO_PI = 2.0 * math.pi
 
 
@@ -105,6 +106,7 @@ def pack_cfg(settings, arm, needs_orientation: bool, use_network: bool) -> np.nd
     cfg[FAR_POLISH], cfg[FAR_PATIENCE] = s.far_polish, s.far_patience
     cfg[RNG_LO], cfg[RNG_HI] = s.rng_seed % 2**32, s.rng_seed // 2**32  # exact in float64
     cfg[TRACK_LIMITS] = s.track_limits
+    cfg[TRACK_SEARCH] = s.track_search
     return cfg
 
 

@@ -16,7 +16,11 @@ the rotation error is then the angle between the two axes.
 Tracking (a warm start already near the target: a stream, ``solve(current=, last=)``) spends a
 redundant arm's self-motion, or a free tool axis's, on keeping away from the joint limits: each
 answer moves at most ``track_limits`` rad along it, and only to another exact answer
-(kernel.secondary; 0 turns it off). On a 6-joint arm it does nothing.
+(kernel.secondary; 0 turns it off). On a 6-joint arm it does nothing. When LM from the last
+answer cannot reach the next target (a dead end: mostly a joint at a limit that the target
+pushes on), seeds around the last answer are tried, within 0.05 rad first, then wider, up to
+``track_search`` rad, before seeds anywhere: where the stream must jump, it jumps as little as
+it can find (0: only the seeds within 0.05 rad).
 
 ``collision_check`` makes an answer that puts the arm into collision with itself (or an obstacle
 given to the solver) no solution: the search goes on for a free one (collision.py).
@@ -70,6 +74,7 @@ class IKSettings:
     collision_margin: float = 0.0  # m: the least distance kept between surfaces
     collision_pairs: str = ""  # an SRDF whose disable_collisions are the pairs left out
     track_limits: float = 0.01  # rad per target at most: tracking's self-motion away from limits
+    track_search: float = 0.6  # rad: how far around the last answer a stuck stream seeks first
 
     def __post_init__(self):
         for name in (
@@ -87,7 +92,7 @@ class IKSettings:
                 raise ValueError(
                     f"IKSettings.{name} must be a positive finite number, got {value!r}"
                 )
-        for name in ("margin", "collision_margin", "track_limits"):
+        for name in ("margin", "collision_margin", "track_limits", "track_search"):
             value = getattr(self, name)
             if not (_number(value) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"IKSettings.{name} must be a finite number >= 0, got {value!r}")
