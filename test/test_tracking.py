@@ -88,6 +88,23 @@ def test_a_six_joint_arm_is_left_alone():
         assert judged(oracle, arm, on, P, R).all()
 
 
+def test_the_self_motion_never_leaves_the_target(panda):
+    """The self-motion turned up twenty times (``track_limits`` 0.2 rad per target): the answers
+    move (they differ from those with it off), and every one still reaches its target by
+    PyBullet: a move that LM cannot bring back onto the target is not kept. (Mutation tried:
+    kernel.secondary without its LM back onto the target: every answer of path 1004 missed by
+    PyBullet, the test failed.)"""
+    arm, oracle = panda
+    strong = Solver(arm, settings=IKSettings(track_limits=0.2))
+    off = strong.with_settings(track_limits=0.0)
+    for seed in (1004, 1005):
+        q_path, P, R, Q = bullet_path(arm, oracle, seed)
+        P, R, Q = P[:300], R[:300], Q[:300]
+        moved = stream(strong, P, Q, q_path[0])
+        assert judged(oracle, arm, moved, P, R).all(), seed
+        assert np.abs(moved - stream(off, P, Q, q_path[0])).max() > 0.05
+
+
 def test_a_stuck_stream_jumps_to_the_nearest_answer_it_finds(panda):
     """Where LM from the last answer cannot reach the next target (a dead end), the answer comes
     from seeds around the last one, drawn wider and wider up to ``track_search``, before seeds
