@@ -20,7 +20,7 @@ answer moves at most ``track_limits`` rad along it, and only to another exact an
 answer cannot reach the next target (a dead end: mostly a joint at a limit that the target
 pushes on), seeds around the last answer are tried, within 0.05 rad first, then wider, up to
 ``track_search`` rad, before seeds anywhere: where the stream must jump, it jumps as little as
-it can find (0: only the seeds within 0.05 rad).
+it can find (0, or ``restarts=0``: only the seeds within 0.05 rad).
 
 ``collision_check`` makes an answer that puts the arm into collision with itself (or an obstacle
 given to the solver) no solution: the search goes on for a free one (collision.py).
