@@ -163,6 +163,8 @@ def test_bench_tracking_judges_streamed_and_whole_paths(niryo_model, tmp_path):
         over = sum(row[key]["max_joint_step_rad"] > 0.2 for row in t["rows"])
         assert t[key]["paths_with_a_step_over_0.2_rad"] == over
         assert t[key]["unsolved_targets"] == 0
+    per_1000 = [row["whole"]["seconds_per_1000_targets"] for row in t["rows"]]
+    assert t["whole"]["seconds_per_1000_targets_p99"] == pytest.approx(np.percentile(per_1000, 99))
     assert "| whole (`solve_path`) | 0 (0.0 %)" in out.with_suffix(".md").read_text()
 
 

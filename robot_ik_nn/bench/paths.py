@@ -157,6 +157,7 @@ def measure(model, paths: int, targets: int = 1000, network: bool = False, say=N
     given.update(
         {
             "seconds_per_1000_targets_median": float(np.median(per_1000)),
+            "seconds_per_1000_targets_p99": float(np.percentile(per_1000, 99)),
             "seconds_per_1000_targets_max": float(per_1000.max()),
             "paths_planned": int(sum(r["whole"]["planned"] for r in rows)),
         }
