@@ -21,12 +21,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import least_squares
-from scipy.spatial.transform import Rotation
 
 from ..arm.model import ArmModel
 from . import compliance
 from . import frame as frames
-from .chain import Chain, _matrix, chain_of  # noqa: F401 - chain_of: part of this API
+from .chain import (  # noqa: F401 - chain_of: part of this API
+    Chain,
+    _matrix,
+    chain_of,
+    matrix_rotvecs,
+    quaternion_matrices,
+    rotvec_matrices,
+)
 from .measurements import Measurements
 from .urdf import _path, calibrated_urdf  # noqa: F401 - calibrated_urdf: part of this API
 
@@ -40,31 +46,22 @@ class CalibrationError(ValueError):
     """Measurements that cannot calibrate the arm, with what is missing."""
 
 
-def _perpendiculars(a) -> tuple[np.ndarray, np.ndarray]:
-    e = np.eye(3)[int(np.argmin(np.abs(a)))]
-    u = np.cross(a, e)
-    u /= np.linalg.norm(u)
-    return u, np.cross(a, u)
-
-
 def moved(chain: Chain, theta) -> Chain:
     """The chain with parameters ``theta`` applied."""
     n = len(chain.xyz)
     t = np.asarray(theta, float)
-    xyz, R, axis = chain.xyz.copy(), chain.R.copy(), chain.axis.copy()
-    for j in range(n):
-        d = t[8 * j : 8 * j + 8]
-        xyz[j] = chain.xyz[j] + d[:3]
-        R[j] = chain.R[j] @ Rotation.from_rotvec(d[3:6]).as_matrix()
-        u, v = _perpendiculars(chain.axis[j])
-        tilt = d[6] * u + d[7] * v
-        axis[j] = Rotation.from_rotvec(tilt).as_matrix() @ chain.axis[j]
+    d = t[: 8 * n].reshape(n, 8)
+    u, v = chain.perpendiculars
+    xyz = chain.xyz + d[:, :3]
+    R = chain.R @ rotvec_matrices(d[:, 3:6])
+    tilt = rotvec_matrices(d[:, 6:7] * u + d[:, 7:8] * v)
+    axis = (tilt @ chain.axis[:, :, None])[:, :, 0]
     tip = chain.tip_joint
     if tip is not None:
-        d = t[8 * n : 8 * n + 6]
+        e = t[8 * n : 8 * n + 6]
         tip = tip.copy()
-        tip[:3, 3] += d[:3]
-        tip[:3, :3] = tip[:3, :3] @ Rotation.from_rotvec(d[3:]).as_matrix()
+        tip[:3, 3] += e[:3]
+        tip[:3, :3] = tip[:3, :3] @ rotvec_matrices(e[3:])
     return Chain(chain.pre, xyz, R, axis, chain.prismatic, chain.tip_before, tip, chain.tip_after)
 
 
@@ -79,7 +76,7 @@ def forward(chain: Chain, q) -> tuple[np.ndarray, np.ndarray]:
         if chain.prismatic[j]:
             motion[:, :3, 3] = q[:, j : j + 1] * chain.axis[j]
         else:
-            motion[:, :3, :3] = Rotation.from_rotvec(q[:, j : j + 1] * chain.axis[j]).as_matrix()
+            motion[:, :3, :3] = rotvec_matrices(q[:, j : j + 1] * chain.axis[j])
         T = T @ motion
     tip = chain.tip_before
     if chain.tip_joint is not None:
@@ -95,8 +92,8 @@ def errors(chain: Chain, m: Measurements, F=None, comp=None) -> tuple[np.ndarray
     p, R = forward(chain, m.q if comp is None else comp.effective(m.q))
     if F is not None:
         p, R = frames.apply(F, p, R)
-    Rm = Rotation.from_quat(m.quaternion).as_matrix()
-    rot = Rotation.from_matrix(np.transpose(Rm, (0, 2, 1)) @ R).magnitude()
+    Rm = quaternion_matrices(m.quaternion)
+    rot = np.linalg.norm(matrix_rotvecs(np.transpose(Rm, (0, 2, 1)) @ R), axis=1)
     return np.linalg.norm(p - m.position, axis=1), rot
 
 
@@ -178,6 +175,7 @@ def _fit(chain, m, noise_m, noise_rad, names, unknown_frame, geometry, gravity) 
         out[free] = x
         return out * scales
 
+    Rm_T = np.transpose(quaternion_matrices(m.quaternion), (0, 2, 1))  # measured, once
     last = {}  # the effective joints depend on the compliance alone: kept while it holds
 
     def residuals(x, rows):
@@ -192,8 +190,7 @@ def _fit(chain, m, noise_m, noise_rad, names, unknown_frame, geometry, gravity) 
         p, R = forward(c, q)
         if F0 is not None:
             p, R = frames.apply(frames.moved(F0, theta[size:]), p, R)
-        Rm = Rotation.from_quat(m.quaternion[rows]).as_matrix()
-        rot = Rotation.from_matrix(np.transpose(Rm, (0, 2, 1)) @ R).as_rotvec()
+        rot = matrix_rotvecs(Rm_T[rows] @ R)
         return np.concatenate(
             [((p - m.position[rows]) / noise_m).ravel(), (rot / noise_rad).ravel(), x[prior[free]]]
         )

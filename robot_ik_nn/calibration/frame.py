@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from .chain import rotvec_matrices
+
 FRAMES = ("base", "unknown")
 
 
@@ -51,7 +53,7 @@ def moved(F0, d) -> np.ndarray:
     """``F0`` corrected by ``d`` (6: a turn as a rotation vector, then a shift, both applied
     after ``F0``'s own)."""
     T = np.eye(4)
-    T[:3, :3] = Rotation.from_rotvec(d[:3]).as_matrix() @ F0[:3, :3]
+    T[:3, :3] = rotvec_matrices(d[:3]) @ F0[:3, :3]
     T[:3, 3] = F0[:3, 3] + d[3:6]
     return T
 
