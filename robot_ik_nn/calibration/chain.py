@@ -10,6 +10,7 @@ from functools import cached_property
 import numpy as np
 
 from ..arm.model import ArmModel
+from ..arm.rotations import matrix_to_quaternion
 from .true_arm import joint_frame
 from .urdf import _path
 
@@ -84,8 +85,55 @@ def chain_of(arm: ArmModel) -> tuple[Chain, list]:
     return chain, elements
 
 
+def placements(chain: Chain, theta) -> tuple:
+    """The joints' placements under ``K`` parameter vectors ``theta`` (K, size) at once (fit.py
+    names the parameters): origins (K, n, 3), turns (K, n, 3, 3), axes (K, n, 3) and the tool
+    joint's origin (K, 4, 4; None where the chain has no tool terms)."""
+    t = np.atleast_2d(np.asarray(theta, float))
+    n = len(chain.xyz)
+    d = t[:, : 8 * n].reshape(len(t), n, 8)
+    u, v = chain.perpendiculars
+    xyz = chain.xyz + d[..., :3]
+    R = chain.R @ rotvec_matrices(d[..., 3:6])
+    tilt = rotvec_matrices(d[..., 6:7] * u + d[..., 7:8] * v)
+    axis = (tilt @ chain.axis[:, :, None])[..., 0]
+    tip = None
+    if chain.tip_joint is not None:
+        e = t[:, 8 * n : 8 * n + 6]
+        tip = np.repeat(chain.tip_joint[None], len(t), 0)
+        tip[:, :3, 3] += e[:, :3]
+        tip[:, :3, :3] = tip[:, :3, :3] @ rotvec_matrices(e[:, 3:])
+    return xyz, R, axis, tip
+
+
+def forward_placed(chain: Chain, xyz, R, axis, tip, q) -> tuple[np.ndarray, np.ndarray]:
+    """Tool positions (K, N, 3) and rotations (K, N, 3, 3) of the chain placed as
+    ``placements`` gives (K of each) at joints ``q`` (N, n; or (K, N, n), one set per
+    placement): every placement and pose in one pass."""
+    K, q = len(xyz), np.asarray(q, float)
+    N = q.shape[-2]
+    T = np.broadcast_to(np.eye(4), (K, N, 4, 4))
+    M = np.broadcast_to(np.eye(4), (K, 4, 4)).copy()
+    motion = np.broadcast_to(np.eye(4), (K, N, 4, 4)).copy()
+    for j in range(len(chain.xyz)):
+        M[:, :3, :3], M[:, :3, 3] = R[:, j], xyz[:, j]
+        T = T @ (chain.pre[j] @ M)[:, None]
+        turn = q[..., j, None] * axis[:, None, j]  # (K, N, 3)
+        if chain.prismatic[j]:
+            motion[..., :3, 3] = turn
+        else:
+            motion[..., :3, :3] = rotvec_matrices(turn)
+        T = T @ motion
+    if tip is None:
+        T = T @ chain.tip_before
+    else:
+        T = T @ (chain.tip_before @ tip @ chain.tip_after)[:, None]
+    return T[..., :3, 3], T[..., :3, :3]
+
+
 def rotvec_matrices(v) -> np.ndarray:
-    """Rotation matrices (..., 3, 3) of rotation vectors ``v`` (..., 3), by Rodrigues' formula:
+    """Rotation matrices (..., 3, 3) of rotation vectors ``v`` (..., 3), by Rodrigues' formula
+    (the fit's own: arm/rotations.py speaks quaternions and joint angles, not rotation vectors):
     I + sin(t)/t K + (1 - cos t)/t^2 K^2, K the cross-product matrix of v, t = |v|. The two
     coefficients are written with sinc, which is exact at t = 0 and loses nothing near it."""
     v = np.asarray(v, float)
@@ -98,47 +146,13 @@ def rotvec_matrices(v) -> np.ndarray:
     return np.eye(3) + a * K + b * (K @ K)
 
 
-def quaternion_matrices(quat) -> np.ndarray:
-    """Rotation matrices (..., 3, 3) of quaternions (..., 4: x y z w), normalised first."""
-    q = np.asarray(quat, float)
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    x, y, z, w = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    out = np.empty(q.shape[:-1] + (3, 3))
-    out[..., 0, 0] = 1 - 2 * (y * y + z * z)
-    out[..., 1, 1] = 1 - 2 * (x * x + z * z)
-    out[..., 2, 2] = 1 - 2 * (x * x + y * y)
-    out[..., 0, 1], out[..., 1, 0] = 2 * (x * y - z * w), 2 * (x * y + z * w)
-    out[..., 0, 2], out[..., 2, 0] = 2 * (x * z + y * w), 2 * (x * z - y * w)
-    out[..., 1, 2], out[..., 2, 1] = 2 * (y * z - x * w), 2 * (y * z + x * w)
-    return out
-
-
 def matrix_rotvecs(R) -> np.ndarray:
     """Rotation vectors (..., 3) of rotation matrices ``R`` (..., 3, 3), angles in [0, pi].
 
-    Through a unit quaternion taken from whichever of w, x, y, z is largest (the other three
-    from off-diagonal sums and differences divided by it), so no division is by a small number
-    near a half turn; then angle = 2 atan2(|xyz|, w) with w >= 0, and the vector is xyz scaled
-    by angle / |xyz|, a series in the angle where |xyz| is small."""
-    R = np.asarray(R, float)
-    tr = R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2]
-    d = np.stack([R[..., 0, 0], R[..., 1, 1], R[..., 2, 2], tr], -1)
-    pick = np.argmax(d, axis=-1)
-    q = np.empty(R.shape[:-2] + (4,))
-    for i in range(3):  # x, y or z the largest: 4 q_i^2 = 1 - tr + 2 R_ii, scaled by 4 q_i
-        j, k = (i + 1) % 3, (i + 2) % 3
-        s = pick == i
-        q[s, i] = 1 - tr[s] + 2 * R[s, i, i]
-        q[s, j] = R[s, j, i] + R[s, i, j]
-        q[s, k] = R[s, k, i] + R[s, i, k]
-        q[s, 3] = R[s, k, j] - R[s, j, k]
-    s = pick == 3  # w the largest: 4 w^2 = 1 + tr, scaled by 4 w
-    q[s, 0] = R[s, 2, 1] - R[s, 1, 2]
-    q[s, 1] = R[s, 0, 2] - R[s, 2, 0]
-    q[s, 2] = R[s, 1, 0] - R[s, 0, 1]
-    q[s, 3] = 1 + tr[s]
-    q /= np.linalg.norm(q, axis=-1, keepdims=True)
-    q *= np.where(q[..., 3:] < 0, -1.0, 1.0)
+    Through the unit quaternion (arm/rotations.py, w >= 0, well conditioned near a half turn):
+    angle = 2 atan2(|xyz|, w), and the vector is xyz scaled by angle / |xyz|, which is
+    angle / sin(angle / 2), a series in the angle where |xyz| is small."""
+    q = matrix_to_quaternion(R)
     n = np.linalg.norm(q[..., :3], axis=-1)
     angle = 2 * np.arctan2(n, q[..., 3])
     small = angle <= 1e-3

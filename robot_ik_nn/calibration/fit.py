@@ -23,14 +23,16 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from ..arm.model import ArmModel
+from ..arm.rotations import quaternion_to_matrix
 from . import compliance
 from . import frame as frames
 from .chain import (  # noqa: F401 - chain_of: part of this API
     Chain,
     _matrix,
     chain_of,
+    forward_placed,
     matrix_rotvecs,
-    quaternion_matrices,
+    placements,
     rotvec_matrices,
 )
 from .measurements import Measurements
@@ -39,6 +41,7 @@ from .urdf import _path, calibrated_urdf  # noqa: F401 - calibrated_urdf: part o
 PRIOR = {"origin_m": 0.01, "turn_rad": 0.05, "axis_rad": 0.05}  # the prior's spread
 OUTLIER = 6.0  # residual norms over this many robust sigmas are gross outliers
 SAG_RAD = 0.01  # a compliance's scale (and prior spread): this sag at the joint's largest load
+EPS_STEP = np.finfo(float).eps ** 0.5  # the Jacobian's relative step (scipy's two-point default)
 LOADED = 1e-3  # a joint whose largest load is under this fraction of the largest: no compliance
 
 
@@ -48,41 +51,20 @@ class CalibrationError(ValueError):
 
 def moved(chain: Chain, theta) -> Chain:
     """The chain with parameters ``theta`` applied."""
-    n = len(chain.xyz)
-    t = np.asarray(theta, float)
-    d = t[: 8 * n].reshape(n, 8)
-    u, v = chain.perpendiculars
-    xyz = chain.xyz + d[:, :3]
-    R = chain.R @ rotvec_matrices(d[:, 3:6])
-    tilt = rotvec_matrices(d[:, 6:7] * u + d[:, 7:8] * v)
-    axis = (tilt @ chain.axis[:, :, None])[:, :, 0]
-    tip = chain.tip_joint
-    if tip is not None:
-        e = t[8 * n : 8 * n + 6]
-        tip = tip.copy()
-        tip[:3, 3] += e[:3]
-        tip[:3, :3] = tip[:3, :3] @ rotvec_matrices(e[3:])
-    return Chain(chain.pre, xyz, R, axis, chain.prismatic, chain.tip_before, tip, chain.tip_after)
+    xyz, R, axis, tip = placements(chain, theta)
+    tip = None if tip is None else tip[0]
+    return Chain(
+        chain.pre, xyz[0], R[0], axis[0], chain.prismatic, chain.tip_before, tip, chain.tip_after
+    )
 
 
 def forward(chain: Chain, q) -> tuple[np.ndarray, np.ndarray]:
     """Tool positions (N, 3) and rotations (N, 3, 3) for joints ``q`` (N, n), numpy."""
-    q = np.atleast_2d(q)
-    T = np.tile(np.eye(4), (len(q), 1, 1))
-    for j in range(len(chain.xyz)):
-        M = chain.pre[j] @ _matrix(chain.xyz[j], chain.R[j])
-        T = T @ M
-        motion = np.tile(np.eye(4), (len(q), 1, 1))
-        if chain.prismatic[j]:
-            motion[:, :3, 3] = q[:, j : j + 1] * chain.axis[j]
-        else:
-            motion[:, :3, :3] = rotvec_matrices(q[:, j : j + 1] * chain.axis[j])
-        T = T @ motion
-    tip = chain.tip_before
-    if chain.tip_joint is not None:
-        tip = tip @ chain.tip_joint @ chain.tip_after
-    T = T @ tip
-    return T[:, :3, 3], T[:, :3, :3]
+    tip = None if chain.tip_joint is None else chain.tip_joint[None]
+    p, R = forward_placed(
+        chain, chain.xyz[None], chain.R[None], chain.axis[None], tip, np.atleast_2d(q)
+    )
+    return p[0], R[0]
 
 
 def errors(chain: Chain, m: Measurements, F=None, comp=None) -> tuple[np.ndarray, np.ndarray]:
@@ -92,7 +74,7 @@ def errors(chain: Chain, m: Measurements, F=None, comp=None) -> tuple[np.ndarray
     p, R = forward(chain, m.q if comp is None else comp.effective(m.q))
     if F is not None:
         p, R = frames.apply(F, p, R)
-    Rm = quaternion_matrices(m.quaternion)
+    Rm = quaternion_to_matrix(m.quaternion)
     rot = np.linalg.norm(matrix_rotvecs(np.transpose(Rm, (0, 2, 1)) @ R), axis=1)
     return np.linalg.norm(p - m.position, axis=1), rot
 
@@ -170,35 +152,57 @@ def _fit(chain, m, noise_m, noise_rad, names, unknown_frame, geometry, gravity) 
     prior = np.zeros(len(free), bool)
     prior[:size] = free[:size]  # the frame has no prior: it may be anywhere
 
-    def full(x):
-        out = np.zeros(len(scales))
-        out[free] = x
+    def full(x):  # (K, free) -> (K, all parameters)
+        x = np.atleast_2d(x)
+        out = np.zeros((len(x), len(scales)))
+        out[:, free] = x
         return out * scales
 
-    Rm_T = np.transpose(quaternion_matrices(m.quaternion), (0, 2, 1))  # measured, once
+    Rm_T = np.transpose(quaternion_to_matrix(m.quaternion), (0, 2, 1))  # measured, once
     last = {}  # the effective joints depend on the compliance alone: kept while it holds
 
-    def residuals(x, rows):
-        theta = full(x)
-        c = moved(chain, theta[:n_geo])
+    def joints(theta, rows):  # the joints the arm takes: q_cmd + c tau(q), three steps suffice
         q = m.q[rows]
-        if size > n_geo:  # the joints the arm takes: q_cmd + c tau(q), three steps suffice
-            key = (theta[n_geo:size].tobytes(), rows.tobytes())
+        if size == n_geo:
+            return q
+        out = np.empty((len(theta),) + q.shape)
+        for k, c in enumerate(theta[:, n_geo:size]):
+            key = (c.tobytes(), rows.tobytes())
             if last.get("key") != key:
-                last["key"], last["q"] = key, _effective(gravity, theta[n_geo:size], q, 3)
-            q = last["q"]
-        p, R = forward(c, q)
+                last["key"], last["q"] = key, _effective(gravity, c, q, 3)
+            out[k] = last["q"]
+        return out
+
+    def many(X, rows):  # the residuals (K, 6 rows + prior) of K parameter vectors at once
+        X = np.atleast_2d(X)
+        theta = full(X)
+        p, R = forward_placed(chain, *placements(chain, theta[:, :n_geo]), joints(theta, rows))
         if F0 is not None:
-            p, R = frames.apply(frames.moved(F0, theta[size:]), p, R)
+            p, R = frames.apply_many(F0, theta[:, size:], p, R)
         rot = matrix_rotvecs(Rm_T[rows] @ R)
         return np.concatenate(
-            [((p - m.position[rows]) / noise_m).ravel(), (rot / noise_rad).ravel(), x[prior[free]]]
+            [
+                ((p - m.position[rows]) / noise_m).reshape(len(X), -1),
+                (rot / noise_rad).reshape(len(X), -1),
+                X[:, prior[free]],
+            ],
+            axis=1,
         )
+
+    def residuals(x, rows):
+        return many(x, rows)[0]
+
+    def jacobian(x, rows):  # scipy's two-point differences, every column in one pass
+        h = EPS_STEP * np.where(x >= 0, 1.0, -1.0) * np.maximum(1.0, np.abs(x))
+        h = (x + h) - x
+        f = many(np.vstack([x, x + np.diag(h)]), rows)
+        return ((f[1:] - f[0]) / h[:, None]).T
 
     rows = np.arange(len(m))
     first = least_squares(
         residuals,
         np.zeros(int(free.sum())),
+        jac=jacobian,
         args=(rows,),
         loss="soft_l1",
         f_scale=3.0,
@@ -213,7 +217,7 @@ def _fit(chain, m, noise_m, noise_rad, names, unknown_frame, geometry, gravity) 
         1.0, 1.4826 * np.median(np.abs(per_pose - np.median(per_pose))) + np.median(per_pose)
     )
     keep = per_pose <= OUTLIER * spread
-    final = least_squares(residuals, first.x, args=(rows[keep],), x_scale=1.0)
+    final = least_squares(residuals, first.x, jac=jacobian, args=(rows[keep],), x_scale=1.0)
     J = final.jac
     dof_left = max(1, 6 * int(keep.sum()) - int(free.sum()))
     chi2 = float((final.fun[: 6 * int(keep.sum())] ** 2).sum()) / dof_left
@@ -224,7 +228,7 @@ def _fit(chain, m, noise_m, noise_rad, names, unknown_frame, geometry, gravity) 
     except np.linalg.LinAlgError:
         sigma[free] = np.inf
     sigma *= scales
-    theta = full(final.x)
+    theta = full(final.x)[0]
     comp = None
     if size > n_geo:
         comp = compliance.Compliance(gravity, theta[n_geo:size].copy())

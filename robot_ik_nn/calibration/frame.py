@@ -63,6 +63,14 @@ def apply(F, p, R) -> tuple[np.ndarray, np.ndarray]:
     return p @ F[:3, :3].T + F[:3, 3], F[:3, :3] @ R
 
 
+def apply_many(F0, d, p, R) -> tuple[np.ndarray, np.ndarray]:
+    """``apply`` for K corrections ``d`` (K, 6) of ``F0`` (``moved``) at once, to positions
+    (K, N, 3) and rotations (K, N, 3, 3), one set per correction."""
+    turn = rotvec_matrices(d[:, :3]) @ F0[:3, :3]  # (K, 3, 3)
+    shift = F0[:3, 3] + d[:, 3:6]
+    return p @ np.transpose(turn, (0, 2, 1)) + shift[:, None], turn[:, None] @ R
+
+
 def to_base(F, position, quaternion) -> tuple[np.ndarray, np.ndarray]:
     """A pose measured in the tracker's frame (position (..., 3), quaternion x y z w) in the
     calibrated arm's base frame, for a tracker-from-base transform ``F`` (4x4)."""
