@@ -61,20 +61,6 @@ BASE_ROOTS = (
 )
 
 
-@pytest.fixture(scope="module")
-def served_model(request, tmp_path_factory):
-    """conftest's niryo_model (trained here), or a copy of a trained Niryo One folder named by
-    ROBOT_IK_NN_TEST_MODEL (a loaded machine's shortcut)."""
-    import shutil
-
-    given = os.environ.get("ROBOT_IK_NN_TEST_MODEL")
-    if not given:
-        return request.getfixturevalue("niryo_model")
-    out = tmp_path_factory.mktemp("given") / "niryo_one"
-    shutil.copytree(given, out)
-    return out
-
-
 def declared_keys() -> dict[str, str]:
     root = ET.parse(ROOT / "package.xml").getroot()
     return {e.text.strip(): e.tag for tag in DEPENDS for e in root.findall(tag)}
