@@ -11,6 +11,9 @@ PYTHON      ?= python3
 VENV        ?= .venv
 TORCH       ?= torch==2.13.0
 PYTEST_ARGS ?=
+# make test's pytest workers (pytest-xdist, a module to a worker): the DDS, browser and training
+# tests wait on other processes much of the time, so two workers fill two cores; JOBS=0: one process
+JOBS        ?= 2
 PY          := $(VENV)/bin/python
 PIP         := $(PY) -m pip
 STAMP       := $(VENV)/.installed
@@ -42,7 +45,7 @@ endif
 	@touch $@
 
 test: $(STAMP) lint chromium
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
 
 # the tests that need neither ROS, nor a browser, nor minutes: the pure-Python core
 FAST := not ros and not browser and not slow and not cuda

@@ -41,6 +41,7 @@ setup(
         "test": [
             "pytest",
             "pytest-timeout",
+            "pytest-xdist",
             "hypothesis",
             "ruff",
             "colcon-core",

@@ -12,7 +12,16 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
+# make test runs two pytest-xdist workers (gw0, gw1): each its own DDS domain and numba cache, so
+# the nodes of one never answer the other's probes and two compiles never write one cache index
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _WORKER:
+    _n = int(_WORKER.lstrip("gw") or 0)
+    os.environ.setdefault("ROS_DOMAIN_ID", str(1 + (os.getppid() % 50) * 4 + _n % 4))
+    _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(_ROOT, ".numba_cache", _WORKER))
+else:
+    os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
 os.environ.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "1")
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 
@@ -21,10 +30,13 @@ REQUIRE_CUDA = "ROBOT_IK_NN_REQUIRE_CUDA"
 
 
 def pytest_collection_modifyitems(items):
-    """A cuda test is a gpu test too: -m gpu selects them, -m "not gpu" leaves them out."""
+    """A cuda test is a gpu test too: -m gpu selects them, -m "not gpu" leaves them out.
+    The modules marked slow run first (each module keeps its own order): with two workers
+    (make test), a long module left for last would keep one worker busy while the other idles."""
     for item in items:
         if item.get_closest_marker("cuda") is not None:
             item.add_marker(pytest.mark.gpu)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # a stable sort
 
 
 def pytest_runtest_setup(item):
