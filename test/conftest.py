@@ -14,10 +14,11 @@ import torch  # noqa: E402
 
 # make test runs two pytest-xdist workers (gw0, gw1): each its own DDS domain and numba cache, so
 # the nodes of one never answer the other's probes and two compiles never write one cache index
+# (set, not defaulted: a worker inherits the domain its controller chose for itself)
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 if _WORKER:
     _n = int(_WORKER.lstrip("gw") or 0)
-    os.environ.setdefault("ROS_DOMAIN_ID", str(1 + (os.getppid() % 50) * 4 + _n % 4))
+    os.environ["ROS_DOMAIN_ID"] = str(1 + (os.getppid() % 50) * 4 + _n % 4)
     _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(_ROOT, ".numba_cache", _WORKER))
 else:

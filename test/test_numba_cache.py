@@ -1,5 +1,7 @@
 """numba's cache follows every source of the IK core, not only each function's own file."""
 
+import pytest
+
 from robot_ik_nn.ik import numba_cache
 
 
@@ -16,7 +18,17 @@ def cached(place, *names):
         (place / name).write_text("compiled")
 
 
-def test_a_change_in_any_source_drops_every_compiled_file_and_nothing_else(tmp_path):
+@pytest.fixture
+def beside_the_sources(monkeypatch):
+    """numba's default place (NUMBA_CACHE_DIR unset; make test's workers set it)."""
+    from numba.core import config
+
+    monkeypatch.setattr(config, "CACHE_DIR", "")
+
+
+def test_a_change_in_any_source_drops_every_compiled_file_and_nothing_else(
+    tmp_path, beside_the_sources
+):
     folder = fake_tree(tmp_path)
     place = numba_cache.cache_folder(str(folder))
     assert place == folder / "__pycache__"
@@ -33,7 +45,7 @@ def test_a_change_in_any_source_drops_every_compiled_file_and_nothing_else(tmp_p
     assert (place / "policy.solve-10.py311.nbi").exists()
 
 
-def test_compiled_files_without_a_digest_are_dropped_once(tmp_path):
+def test_compiled_files_without_a_digest_are_dropped_once(tmp_path, beside_the_sources):
     folder = fake_tree(tmp_path)
     place = folder / "__pycache__"
     place.mkdir()
