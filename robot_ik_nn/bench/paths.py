@@ -27,7 +27,8 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from ..arm.rotations import matrix_to_quaternion
-from ..ik.path import walk_samples
+from ..ik.layers import walk_samples
+from ..ik.selfmotion import self_motion
 from .measure import judge, one_cpu, progress_bar
 
 JUMP = 0.2  # rad: a step of any joint over this between two answers is a jump
@@ -111,7 +112,9 @@ def measure(model, paths: int, targets: int = 1000, network: bool = False, say=N
     q0, P0, R0 = spline_path(arm, solver.forward, 0, 20)  # compiled before anything is timed
     Q0 = matrix_to_quaternion(R0) if pose else None
     solver.solve(P0[1], None if Q0 is None else Q0[1], current=q0[0])
-    walk_samples(solver, P0, Q0, [1, 2], q0[:2], 0.2)  # the planner's compiled walk
+    walk_samples(solver, P0, Q0, [1, 2], q0[:2], 0.2)  # the planners' compiled walk
+    walk_samples(solver, P0, Q0, [1, 2], q0[:2], 0.2, 0)  # and sweep
+    self_motion(solver, P0[0], None if Q0 is None else Q0[0], q0[:1], 0.1, 0.2)
     with one_cpu():  # the stream and the whole path on one CPU, as on a robot's computer
         for seed in range(paths):
             q_path, P, R = spline_path(arm, solver.forward, 1000 + seed, targets)

@@ -334,9 +334,10 @@ WALK_NEAR_TRIES, WALK_NEAR_SPREAD = 64, 0.05
 
 
 @njit(cache=True)
-def walk(model, P, Q, has_quat, ks, q0, max_step, scratch, out):
+def walk(model, P, Q, has_quat, ks, q0, max_step, scratch, out, tries=WALK_NEAR_TRIES):
     """Each row of ``q0`` (S, dof) tracked through targets ``ks`` in order (a planner's samples
-    along a path, path.py): from the last answer, LM damped as in tracking, one answer per
+    along a path, path.py): from the last answer, LM damped as in tracking (where that misses,
+    up to ``tries`` seeds around the last answer), one answer per
     target into ``out`` (len(ks), S, dof). A sample that misses a target, steps over
     ``max_step`` on any joint or collides (with a collision model) ends there: its later rows
     are NaN. One compiled call for a whole stretch of a path, instead of a batch call per
@@ -359,7 +360,7 @@ def walk(model, P, Q, has_quat, ks, q0, max_step, scratch, out):
             pe, re, _ = refine(chain, cfg, q, P[k], Rt, has_quat, iters, ws, LAM_TRACK, LAM_TRACK)
             if pe > cfg[POS_TOL] or re > cfg[ROT_TOL]:  # stuck: seeds around it, as a stream
                 start_stream(cfg, P[k], Q[k], has_quat, ws[15])
-                for _ in range(WALK_NEAR_TRIES):
+                for _ in range(tries):
                     near_seed(chain, prev, WALK_NEAR_SPREAD, q, ws[15])
                     pe, re, _ = refine(
                         chain, cfg, q, P[k], Rt, has_quat, iters, ws, LAM_FAR, LAM_TRACK

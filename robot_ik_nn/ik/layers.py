@@ -1,0 +1,89 @@
+"""Ways through layers of answers along a path (the planners of path.py): answers walked on
+target by target in one compiled call, the distinct ones of a layer, and the cheapest way
+through the layers (dynamic programming: a step over ``max_step`` on any joint is forbidden, a
+step costs its squared length). Pairs within a step are found by k-d trees, so a layer of
+thousands stays cheap."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from . import kernel
+
+
+def walk_samples(fast, P, Q, ks, q, max_step, tries=kernel.WALK_NEAR_TRIES):
+    """Rows ``q`` (S, dof) tracked through targets ``ks`` (kernel.walk, with ``fast``'s arm and
+    settings; ``tries`` seeds around the last answer where LM misses from it): (len(ks), S,
+    dof), NaN from where a sample ended."""
+    ks = np.asarray(ks, dtype=np.int64)
+    out = np.empty((len(ks), len(q), fast.arm.dof))
+    if len(ks) and len(q):
+        quats = np.zeros((len(P), 4)) if Q is None else np.ascontiguousarray(Q, dtype=float)
+        kernel.walk(
+            fast._model,
+            np.ascontiguousarray(P, dtype=float),
+            quats,
+            Q is not None,
+            ks,
+            np.ascontiguousarray(q, dtype=float),
+            float(max_step),
+            fast._scratch,
+            out,
+            int(tries),
+        )
+    return out
+
+
+def finite(q):
+    """The rows of ``q`` with no NaN (the samples that walked on)."""
+    return q[np.all(np.isfinite(q), axis=1)]
+
+
+def distinct(q, tolerance):
+    """``q`` with at most one row in each cell of a grid ``tolerance`` wide (the first): rows
+    closer than ``tolerance`` on every joint mostly share a cell."""
+    if len(q) < 2:
+        return q
+    _, first = np.unique(np.floor(q / tolerance), axis=0, return_index=True)
+    return q[np.sort(first)]
+
+
+def begin(layer, start, max_step):
+    """The answers of the first layer a way can begin at (within a step of the arm's joints
+    ``start``), and each one's cost."""
+    gap = np.abs(layer - start)
+    reached = gap.max(axis=1) <= max_step
+    return layer[reached], (gap[reached] ** 2).sum(axis=1)
+
+
+def links(layer, prev, cost, max_step):
+    """The cheapest way on to each answer of ``layer`` from the layer before (``prev``, its
+    ways' costs ``cost``). Returns the answers reached (indices), each one's parent in ``prev``
+    and cost."""
+    none = np.zeros(0, int)
+    if not len(layer) or not len(prev):
+        return none, none, np.zeros(0)
+    pairs = cKDTree(layer).sparse_distance_matrix(
+        cKDTree(prev), max_step, p=np.inf, output_type="ndarray"
+    )
+    new, old = pairs["i"], pairs["j"]
+    total = cost[old] + ((layer[new] - prev[old]) ** 2).sum(axis=1)
+    order = np.lexsort((total, new))  # by answer, the cheapest first
+    new, old, total = new[order], old[order], total[order]
+    first = np.r_[True, new[1:] != new[:-1]] if len(new) else np.zeros(0, bool)
+    return new[first], old[first], total[first]
+
+
+def way_back(layers, parents, cost) -> np.ndarray | None:
+    """The cheapest way, followed back from its last answer through the parents (None when
+    no way begins: a path of one target whose answers all lie over a step from the start)."""
+    if not len(cost):
+        return None
+    j = int(np.argmin(cost))
+    q = np.empty((len(layers), layers[0].shape[1]))
+    for k in range(len(layers) - 1, -1, -1):
+        q[k] = layers[k][j]
+        if k > 0:
+            j = parents[k - 1][j]
+    return q

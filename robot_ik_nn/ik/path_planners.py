@@ -1,0 +1,186 @@
+"""The planners ``solve_path`` (path.py) turns to where tracking a path steps over
+``max_step``: over the sampled self-motion of an arm with room to spare, and over the branches
+of answers. Both lay answers out in layers along the path and take the cheapest way through
+them (layers.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from . import kernel
+from .layers import begin, distinct, finite, links, walk_samples, way_back
+from .layout import HI, LO, parts
+from .selfmotion import self_motion
+
+# A sample of the swept self-motion that LM cannot finish from its last answer just ends (no
+# seeds around it): the next sweep, SWEEP_EVERY targets on, lays the stretch out again. With the
+# 64 seeds of a held joint's samples, the walk was 38 us per sample and target on Panda path 1177
+# (samples at a limit that end try them all), without them 4 us.
+SWEEP_TRIES = 0
+
+
+class SelfMotionPlanner:
+    """Samples of the self-motion at marks along the path, walked on between them, and the
+    cheapest way through them (``plan``). ``joint`` None: each mark's samples are swept along
+    the self-motion (selfmotion.py), ``spacing`` apart; a joint's index: that joint held at
+    values ``spacing`` apart instead (a solver per value, a sample walked per call; a stretch
+    ends where the joint's value folds back), as asked for by ``solve_path(joint=)``."""
+
+    def __init__(self, solver, P, Q, joint, spacing, max_step):
+        # a sample that misses just ends; samples keep to their own stretch of self-motion
+        self.fast = solver.with_settings(restarts=0, track_limits=0.0)
+        self.P, self.Q, self.joint, self.max_step = P, Q, joint, max_step
+        self.spacing, self._held = spacing, {}
+        self.tries = SWEEP_TRIES if joint is None else kernel.WALK_NEAR_TRIES
+        if joint is not None:
+            lo, hi = solver.arm.lower[joint], solver.arm.upper[joint]
+            self.grid = np.arange(lo + 1e-6, hi, spacing)
+
+    def quat(self, k):
+        return None if self.Q is None else self.Q[k]
+
+    def held(self, i: int):
+        """The solver with the joint held at grid value ``i`` (its range shrunk to a point)."""
+        if i not in self._held:
+            other = self.fast._rebuilt()
+            chain = parts(other._model)[0]
+            chain[self.joint, LO] = self.grid[i] - 1e-9
+            chain[self.joint, HI] = self.grid[i] + 1e-9
+            self._held[i] = other
+        return self._held[i]
+
+    def walk(self, k: int, q0) -> list:
+        """The stretch of self-motion through ``q0`` at target ``k``, a sample per grid value
+        of the held joint."""
+        i0 = int(np.argmin(np.abs(self.grid - q0[self.joint])))
+        out = []
+        for i, sign in ((i0, 1), (i0 - 1, -1)):
+            q = q0
+            while 0 <= i < len(self.grid):  # a step each: a miss ends the stretch at once
+                q = walk_samples(self.held(i), self.P, self.Q, [k], q[None], self.max_step)[0, 0]
+                if not np.isfinite(q).all():
+                    break
+                out.append(q)
+                i += sign
+        return out
+
+    def samples(self, k: int, through: np.ndarray) -> np.ndarray:
+        """Samples of every stretch of self-motion at target ``k`` that holds one of
+        ``through`` (in their place), and those of ``through`` that lie on none."""
+        if self.joint is None:
+            found = self_motion(
+                self.fast, self.P[k], self.quat(k), through, self.spacing, self.max_step
+            )
+            return found if len(found) else through
+        found, kept, trees = [], [], []  # a k-d tree per stretch walked: no row tested twice
+        for q in through:
+            if any(tree.query(q, p=np.inf)[0] <= 2 * self.spacing for tree in trees):
+                continue  # on a stretch already walked
+            walked = self.walk(k, q)
+            if walked:
+                found += walked
+                trees.append(cKDTree(np.array(walked)))
+            else:
+                kept.append(q)
+        return np.array(found + kept).reshape(-1, through.shape[1])
+
+    def plan(self, start, streams, every: int) -> np.ndarray | None:
+        """Joints for every target, or None when the samples hold no way through.
+        ``streams`` (n, S, dof): the tracked answers to every target (the first within
+        ``max_step`` of ``start``), of one stream or several. Between two marks (``every``
+        targets apart) each sample is walked on alone, in one compiled call for the stretch
+        (kernel.walk): its way there is itself, one row per target; at a mark the samples of
+        the self-motion through those that arrived and through the streams' answers there
+        are linked to the targets before (the cheapest way to each, within a step). The
+        streams' stretches keep a way that arrived samples lose: where the path crosses a
+        singular pose two stretches meet, and the walked samples may all leave on one."""
+        n, max_step = len(self.P), self.max_step
+        layer = self.samples(0, np.vstack([start, finite(streams[0])]))  # start: its stretch
+        layer, cost = begin(layer, start, max_step)
+        first_layer, blocks = layer, []
+        a = 0
+        while a < n - 1:
+            b = min(a + every, n - 1)
+            ks = range(a + 1, b + 1)
+            walked = walk_samples(self.fast, self.P, self.Q, ks, layer, max_step, self.tries)
+            alive = np.flatnonzero(np.all(np.isfinite(walked[-1]), axis=1))
+            way = np.concatenate([layer[alive][None], walked[:, alive]])  # targets a .. b
+            before = cost[alive] + (np.diff(way[:-1], axis=0) ** 2).sum(axis=(0, 2))
+            arrived = way[-1]
+            if b % every == 0 or b == n - 1:
+                new = self.samples(b, np.vstack([arrived, finite(streams[b])]))
+            else:
+                new = arrived
+            kept, parent, cost = links(new, way[-2], before, max_step)
+            if not len(kept):
+                return None
+            layer = new[kept]
+            blocks.append((a, way[1:-1], alive, parent, layer))
+            a = b
+        if not blocks:  # a path of one target
+            return first_layer[[int(np.argmin(cost))]]
+        q = np.empty((n, first_layer.shape[1]))
+        j = int(np.argmin(cost))
+        for a, way, alive, parent, layer in reversed(blocks):
+            q[a + 1 + len(way)] = layer[j]
+            i = parent[j]
+            q[a + 1 : a + 1 + len(way)] = way[:, i]
+            j = alive[i]
+        q[0] = first_layer[j]
+        return q
+
+
+def branches(solver, P, Q, start, tracked_q, every: int, max_step: float, walker, k: int = 8):
+    """A way along the branches of answers, for an arm without self-motion, or where
+    sampling its self-motion found none. Without self-motion the answers to a pose are
+    isolated, on branches that meet at singular poses (a wrist straight): crossing one, tracking
+    can leave on either branch, and the one it takes may end at a joint limit further on. Here
+    every ``every`` targets the distinct answers (``solutions=k``) and the tracked one are taken
+    (with ``walker``, a SelfMotionPlanner, the stretches of self-motion through them too), each
+    tracked forwards to the next such target and backwards to the one before, in one compiled
+    call (kernel.walk) per stretch; where a forward and a backward track meet (at the singular
+    pose, or beside a limit the path presses on) the cheapest way can change from one to the
+    other. None when it finds no way through."""
+    fast = solver.with_settings(restarts=0, track_limits=0.0)
+    # with self-motion, a track that ends is not the branch's last: its stretch was sampled
+    tries = kernel.WALK_NEAR_TRIES if walker is None else SWEEP_TRIES
+    n, dof = len(P), len(start)
+    marks = sorted(set(range(0, n, every)) | {n - 1})
+    points = [[] for _ in range(n)]
+
+    def track(q, ks, keep_last):
+        """``q`` tracked through targets ``ks``, each target's survivors kept as its points
+        (the last's only with ``keep_last``); returns those that arrive at the last."""
+        walked = walk_samples(fast, P, Q, ks, q, max_step, tries)
+        for t, i in enumerate(ks):
+            if keep_last or t < len(ks) - 1:
+                points[i].append(finite(walked[t]))
+        return finite(walked[-1])
+
+    def sample(m, arrived):
+        """The answers at target ``m``: the distinct ones, the tracked one and the forward
+        tracks arriving there (so that a way goes on through every mark)."""
+        quat = None if Q is None else Q[m]
+        found = [a.q for a in solver.solve(P[m], quat, solutions=k) if a.status == "solved"]
+        found = np.array(found + [tracked_q[m]] + list(arrived)).reshape(-1, dof)
+        found = distinct(finite(found), 1e-3)
+        swept = found if walker is None else walker.samples(m, found)
+        points[m].append(swept)
+        return found, swept  # on an arm with self-motion, its stretches through them too
+
+    here, swept = sample(marks[0], [])
+    for a, b in zip(marks[:-1], marks[1:]):
+        arrived = track(swept, list(range(a + 1, b + 1)), False)  # forwards (b: sampled next)
+        here, swept = sample(b, arrived)
+        track(here, list(range(b - 1, a - 1, -1)), True)  # and backwards, the answers alone
+    layer, cost = begin(distinct(np.concatenate(points[0]), 1e-3), start, max_step)
+    layers, parents = [layer], []
+    for i in range(1, n):
+        layer = distinct(np.concatenate(points[i]), 1e-3)  # a forward and a backward track on
+        kept, parent, cost = links(layer, layers[-1], cost, max_step)  # one branch: one point
+        if not len(kept):
+            return None
+        layers.append(layer[kept])
+        parents.append(parent)
+    return way_back(layers, parents, cost)
