@@ -1,0 +1,105 @@
+"""solve_path's planners on the bench's spline paths (bench/paths.py), judged by PyBullet
+(test/fk_oracle.py): the compiled sweep of one target's self-motion, and whole 7-joint paths on
+which every stream jumps. Paths and targets are drawn from seeded random numbers, not picked by
+the solver."""
+
+import numpy as np
+import pytest
+from fk_oracle import BulletFK, matrix_to_quat, rotation_angle
+
+from robot_ik_nn.arm.model import ArmModel
+from robot_ik_nn.bench.paths import spline_path
+from robot_ik_nn.ik.layers import distinct
+from robot_ik_nn.ik.path import STREAM_WEIGHTS, tracked
+from robot_ik_nn.ik.selfmotion import self_motion
+from robot_ik_nn.ik.solver import Solver
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def iiwa():
+    arm = ArmModel.load("kuka_iiwa")
+    with BulletFK.of(arm) as oracle:
+        yield arm, oracle
+
+
+def bullet_path(arm, oracle, seed):
+    """The path's joints (the bench's spline) and PyBullet's tool poses for them."""
+    q_path, _, _ = spline_path(arm, Solver(arm).forward, seed)
+    P, R = oracle.fk_batch(q_path)
+    return q_path, P, R, np.array([matrix_to_quat(r) for r in R])
+
+
+def reached(oracle, arm, q, p, r):
+    """Whether each row of ``q`` puts the tool on pose (p, r) by PyBullet (1 mm, 0.01 rad),
+    inside the joint limits."""
+    at, turned = oracle.fk_batch(q)
+    inside = np.all((q >= arm.lower - 1e-9) & (q <= arm.upper + 1e-9), axis=1)
+    return (np.linalg.norm(at - p, axis=1) <= 1e-3) & (rotation_angle(turned, r) <= 0.01) & inside
+
+
+def test_a_swept_self_motion_reaches_its_target_at_every_row(iiwa):
+    """Targets drawn along drawn paths: the sweep through the path's own joints lays out a
+    stretch of answers, each on the target by PyBullet, every row within a step of the one it
+    was stepped from (the row before, or the seed's where the other direction begins), and no
+    row back on another (a loop, or a turn at a limit, ends the stretch)."""
+    arm, oracle = iiwa
+    solver = Solver(arm).with_settings(restarts=0, track_limits=0.0)
+    rng = np.random.default_rng(321)
+    spacing, max_step = 0.1, 0.2
+    for seed in rng.integers(1000, 1500, 3):
+        q_path, P, R, Q = bullet_path(arm, oracle, int(seed))
+        for k in rng.integers(0, len(P), 2):
+            rows = self_motion(solver, P[k], Q[k], q_path[k][None], spacing, max_step)
+            assert len(rows) >= 3, (seed, k)
+            assert reached(oracle, arm, rows, P[k][None], R[k][None]).all(), (seed, k)
+            assert np.abs(rows[0] - q_path[k]).max() <= 1e-3  # the seed's own answer first
+            back = np.abs(rows[1:] - rows[:-1]).max(axis=1)
+            from_seed = np.abs(rows[1:] - rows[0]).max(axis=1)
+            assert np.minimum(back, from_seed).max() <= max_step, (seed, k)
+            gaps = np.abs(rows[:, None] - rows[None]).max(axis=2)
+            apart = np.abs(np.arange(len(rows))[:, None] - np.arange(len(rows))[None]) > 1
+            assert gaps[apart & (gaps > 0)].min() > 0.25 * spacing, (seed, k)
+
+
+def test_distinct_keeps_one_row_of_each_close_group():
+    rng = np.random.default_rng(5)
+    rows = rng.uniform(-3, 3, (40, 7))
+    near = rows + rng.uniform(-1e-5, 1e-5, rows.shape)  # each row again, a hair away
+    kept = distinct(np.vstack([rows, near]), 1e-3)
+    assert 40 <= len(kept) < 50 and len(distinct(rows, 1e-3)) == 40
+    assert np.abs(kept[:, None] - rows[None]).max(axis=2).min(axis=1).max() <= 1e-3
+
+
+def every_stream_jumps(solver, P, Q, start) -> bool:
+    """Whether the stream, and each of those solve_path tries before it plans, steps over
+    0.2 rad."""
+    for weight in (solver.settings.track_limits, *STREAM_WEIGHTS):
+        q, _ = tracked(solver.with_settings(track_limits=weight), P, Q, start)
+        if np.abs(np.diff(np.vstack([start, q]), axis=0)).max() <= 0.2:
+            return False
+    return True
+
+
+def test_drawn_iiwa_paths_on_which_every_stream_jumps_are_planned_without_one(iiwa):
+    """The first two drawn iiwa paths on which every stream jumps (a step over 0.2 rad): given
+    whole, no step over 0.2 rad (the path's own joints are a way), every target reached by
+    PyBullet, inside the limits."""
+    arm, oracle = iiwa
+    solver = Solver(arm)
+    rng = np.random.default_rng(32)
+    planned = 0
+    for seed in rng.permutation(np.arange(1000, 1500)):
+        q_path, P, R, Q = bullet_path(arm, oracle, int(seed))
+        if not every_stream_jumps(solver, P, Q, q_path[0]):
+            continue
+        path = solver.solve_path(P, Q, start=q_path[0])
+        steps = np.abs(np.diff(np.vstack([q_path[0], path.q]), axis=0)).max(axis=1)
+        assert path.ok and not path.reason, (seed, path.reason)
+        assert steps.max() <= 0.2 and path.max_step == pytest.approx(steps.max()), seed
+        assert reached(oracle, arm, path.q, P, R).all(), seed
+        planned += 1
+        if planned == 2:
+            break
+    assert planned == 2
