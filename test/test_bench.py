@@ -165,7 +165,10 @@ def test_bench_tracking_judges_streamed_and_whole_paths(niryo_model, tmp_path):
         assert t[key]["unsolved_targets"] == 0
     per_1000 = [row["whole"]["seconds_per_1000_targets"] for row in t["rows"]]
     assert t["whole"]["seconds_per_1000_targets_p99"] == pytest.approx(np.percentile(per_1000, 99))
+    cpu = [row["whole"]["cpu_seconds"] for row in t["rows"]]
+    assert t["whole"]["cpu_seconds_max"] == max(cpu) and r["load_average"]["cpus"] >= 1
     assert "| whole (`solve_path`) | 0 (0.0 %)" in out.with_suffix(".md").read_text()
+    assert "the whole paths' CPU time" in out.with_suffix(".md").read_text()
 
 
 def test_bench_collisions_judges_by_pybullet_and_the_node_over_dds(niryo_model, tmp_path):

@@ -21,6 +21,7 @@ largest step, and the time: per target for the stream, per path (and per 1,000 t
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -115,6 +116,7 @@ def measure(model, paths: int, targets: int = 1000, network: bool = False, say=N
     walk_samples(solver, P0, Q0, [1, 2], q0[:2], 0.2)  # the planners' compiled walk
     walk_samples(solver, P0, Q0, [1, 2], q0[:2], 0.2, 0)  # and sweep
     self_motion(solver, P0[0], None if Q0 is None else Q0[0], q0[:1], 0.1, 0.2)
+    load = os.getloadavg()[0]  # on a shared machine the times read high: said beside them
     with one_cpu():  # the stream and the whole path on one CPU, as on a robot's computer
         for seed in range(paths):
             q_path, P, R = spline_path(arm, solver.forward, 1000 + seed, targets)
@@ -122,7 +124,9 @@ def measure(model, paths: int, targets: int = 1000, network: bool = False, say=N
             start = q_path[0]
             q, seconds = streamed(solver, P, Q, start)
             ok, _, _ = judge(solver.forward, arm, q, P, R if pose else None)
+            cpu = time.process_time()
             plan = solver.solve_path(P, Q, start=start)
+            cpu = time.process_time() - cpu
             whole, _, _ = judge(solver.forward, arm, plan.q, P, R if pose else None)
             rows.append(
                 {
@@ -141,6 +145,7 @@ def measure(model, paths: int, targets: int = 1000, network: bool = False, say=N
                         "max_joint_step_rad": _step(start, plan.q),
                         "planned": bool(plan.planned),
                         "seconds": float(plan.seconds),
+                        "cpu_seconds": float(cpu),
                         "seconds_per_1000_targets": float(plan.seconds * 1000 / len(P)),
                     },
                 }
@@ -163,12 +168,15 @@ def measure(model, paths: int, targets: int = 1000, network: bool = False, say=N
             "seconds_per_1000_targets_p99": float(np.percentile(per_1000, 99)),
             "seconds_per_1000_targets_max": float(per_1000.max()),
             "paths_planned": int(sum(r["whole"]["planned"] for r in rows)),
+            "cpu_seconds_median": float(np.median([r["whole"]["cpu_seconds"] for r in rows])),
+            "cpu_seconds_max": float(max(r["whole"]["cpu_seconds"] for r in rows)),
         }
     )
     return {
         "robot": arm.name,
         "network": solver.backend,
         "settings": solver.settings.to_dict(),
+        "load_average": {"start": load, "end": os.getloadavg()[0], "cpus": os.cpu_count()},
         "tracking": {
             "paths": len(rows),
             "targets_max": targets,
@@ -202,4 +210,17 @@ def format_table(r: dict) -> str:
         f"{w['unsolved_targets']} | {w['seconds_median']:.3f} / {w['seconds_p99']:.3f} / "
         f"{w['seconds_max']:.3f} | median {w['seconds_per_1000_targets_median']:.3f} s, max "
         f"{w['seconds_per_1000_targets_max']:.3f} s; {w['paths_planned']} planned |\n"
+        + _load_line(r, w)
+    )
+
+
+def _load_line(r: dict, w: dict) -> str:
+    """The machine's load beside the times (older results carry none)."""
+    if "load_average" not in r or "cpu_seconds_max" not in w:
+        return ""
+    load = r["load_average"]
+    return (
+        f"\nLoad average {load['start']:.1f} at the start, {load['end']:.1f} at the end, "
+        f"on {load['cpus']} CPUs; the whole paths' CPU time, median / max: "
+        f"{w['cpu_seconds_median']:.3f} / {w['cpu_seconds_max']:.3f} s\n"
     )
