@@ -345,9 +345,9 @@ class Solver:
     def solve_path(self, positions, quaternions=None, *, start, max_step=0.2, joint=None):
         """Joints for a whole path of targets known beforehand (a Cartesian path planned
         offline), from the arm's joints ``start``: tracked target by target, and where that
-        steps over ``max_step`` (rad), planned instead over the sampled self-motion of a
-        redundant arm (``joint``: the joint held to sample it, default the third, then the
-        others) or over the branches of answers (ik/path.py)."""
+        steps over ``max_step`` (rad), planned instead over the swept self-motion of a
+        redundant arm (``joint``: a joint held to sample it instead, default none) or over the
+        branches of answers (ik/path.py)."""
         from .path import solve_path
 
         near_limits(joints(start, self._dof, "start"), self.arm, "start")
