@@ -116,6 +116,10 @@ def measure(model, paths: int, targets: int = 1000, network: bool = False, say=N
     walk_samples(solver, P0, Q0, [1, 2], q0[:2], 0.2)  # the planners' compiled walk
     walk_samples(solver, P0, Q0, [1, 2], q0[:2], 0.2, 0)  # and sweep
     self_motion(solver, P0[0], None if Q0 is None else Q0[0], q0[:1], 0.1, 0.2)
+    solver.solve(P0[1], None if Q0 is None else Q0[1], solutions=8)  # the branches' answers
+    solver.with_settings(restarts=0).solve_batch(
+        P0[:2], None if Q0 is None else Q0[:2], current=q0[:2], warm=q0[:2, None, :]
+    )  # and the branches tracked by the full policy
     load = os.getloadavg()[0]  # on a shared machine the times read high: said beside them
     with one_cpu():  # the stream and the whole path on one CPU, as on a robot's computer
         for seed in range(paths):

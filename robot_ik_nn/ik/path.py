@@ -113,9 +113,13 @@ def solve_path(
         if path is not None:
             q, planned, jumps = path, True, False
     # the branches: where two meet, a way can change from one to another; on an arm with
-    # self-motion first without it, then with the stretches through the branches' answers
-    for through in ((None, walker) if walker is not None else (None,)) if jumps else ():
-        path = branches(solver, P, Q, start, q, every, max_step, through)
+    # self-motion first without it, then with the stretches through the branches' answers;
+    # without, tracked by the compiled walk, then by the full policy
+    tries = (
+        ((None, False), (walker, False)) if walker is not None else ((None, False), (None, True))
+    )
+    for through, onward in tries if jumps else ():
+        path = branches(solver, P, Q, start, q, every, max_step, through, onward)
         if path is not None:
             q, planned = path, True
             break

@@ -131,7 +131,23 @@ class SelfMotionPlanner:
         return q
 
 
-def branches(solver, P, Q, start, tracked_q, every: int, max_step: float, walker, k: int = 8):
+def _onward(fast, P, Q, k, q, max_step):
+    """Answers ``q`` tracked on to target ``k`` in one batch call (``fast``: no restarts), less
+    those that miss it or step over ``max_step``."""
+    if not len(q):
+        return q
+    batch = fast.solve_batch(
+        np.repeat(P[k][None], len(q), 0),
+        None if Q is None else np.repeat(Q[k][None], len(q), 0),
+        current=q,
+        warm=q[:, None, :],
+    )
+    return batch.q[batch.solved & (np.abs(batch.q - q).max(axis=1) <= max_step)]
+
+
+def branches(
+    solver, P, Q, start, tracked_q, every: int, max_step: float, walker, onward=False, k=8
+):
     """A way along the branches of answers, for an arm without self-motion, or where
     sampling its self-motion found none. Without self-motion the answers to a pose are
     isolated, on branches that meet at singular poses (a wrist straight): crossing one, tracking
@@ -141,7 +157,9 @@ def branches(solver, P, Q, start, tracked_q, every: int, max_step: float, walker
     tracked forwards to the next such target and backwards to the one before, in one compiled
     call (kernel.walk) per stretch; where a forward and a backward track meet (at the singular
     pose, or beside a limit the path presses on) the cheapest way can change from one to the
-    other. None when it finds no way through."""
+    other. ``onward``: tracked by the full policy instead, a batch call per target (on the
+    Niryo One the compiled walk loses ways this finds, paths 1031 and 1364 of 500; it takes up
+    to 15 s where the walk takes 4). None when it finds no way through."""
     fast = solver.with_settings(restarts=0, track_limits=0.0)
     # with self-motion, a track that ends is not the branch's last: its stretch was sampled
     tries = kernel.WALK_NEAR_TRIES if walker is None else SWEEP_TRIES
@@ -152,6 +170,12 @@ def branches(solver, P, Q, start, tracked_q, every: int, max_step: float, walker
     def track(q, ks, keep_last):
         """``q`` tracked through targets ``ks``, each target's survivors kept as its points
         (the last's only with ``keep_last``); returns those that arrive at the last."""
+        if onward:
+            for t, i in enumerate(ks):
+                q = _onward(fast, P, Q, i, q, max_step)
+                if keep_last or t < len(ks) - 1:
+                    points[i].append(q)
+            return q
         walked = walk_samples(fast, P, Q, ks, q, max_step, tries)
         for t, i in enumerate(ks):
             if keep_last or t < len(ks) - 1:
