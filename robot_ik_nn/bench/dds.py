@@ -158,9 +158,9 @@ def _match(heard, sent, P, solver) -> np.ndarray:
     latency = np.full(len(sent), np.nan)
     if not heard:
         return latency
-    reached, _ = solver.forward(np.array([q for _, q in heard]))
+    reached, _ = solver.forward(np.array([q for _, q, _ in heard]))
     k = 0
-    for (when, _), p in zip(heard, reached):
+    for (when, _, _), p in zip(heard, reached):
         j = k
         while j < len(P) and np.linalg.norm(P[j] - p) > 2e-3:
             j += 1
@@ -171,7 +171,8 @@ def _match(heard, sent, P, solver) -> np.ndarray:
 
 
 def listen(work: Path) -> None:
-    """The listener process: stamp every joint_command on arrival, until SIGINT."""
+    """The listener process: stamp every joint_command on arrival (beside it, the target's stamp
+    the node copies into its header, in ns) and every ``~/status`` message, until SIGINT."""
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.executors import ExternalShutdownException
@@ -181,16 +182,21 @@ def listen(work: Path) -> None:
 
     rclpy.init()
     node = rclpy.create_node("bench_dds_listener")
-    heard, outcomes, inside = [], {}, []
+    heard, outcomes, inside, said = [], {}, [], []
 
     def on_status(msg):
+        when = time.perf_counter()
         for s in msg.status:
+            said.append((when, s.message))
+        if len(said) == len(msg.status):
+            (work / "said").touch()
             kind = s.message.split(":")[0]
             outcomes.setdefault(kind, []).append(s.message)
             inside.extend(float(v.value) for v in s.values if v.key == "latency_ms")
 
     def on_command(msg):
-        heard.append((time.perf_counter(), list(msg.position)))
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        heard.append((time.perf_counter(), list(msg.position), stamp))
         if len(heard) == 1:
             (work / "first.tmp").write_text(repr(heard[0][0]))
             os.replace(work / "first.tmp", work / "first")
@@ -207,6 +213,7 @@ def listen(work: Path) -> None:
         pass
     finally:
         (work / "commands.json").write_text(json.dumps(heard))
+        (work / "statuses.json").write_text(json.dumps(said))
         summary = {k: {"count": len(v), "examples": v[:3]} for k, v in outcomes.items()}
         if inside:  # the node's own time per target, from receipt to its last publication
             summary["inside_node_ms"] = {

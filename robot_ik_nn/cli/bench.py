@@ -75,6 +75,11 @@ def _measure(args, say):
             args.model, args.tracking, args.tracking_targets, args.tracking_network, say
         )
         return _same(result, paths.format_table)
+    if args.dds_paths:
+        from ..bench import dds_paths
+
+        result = dds_paths.stream_paths(args.model, args.dds_paths, args.tracking_targets, say=say)
+        return _same(result, dds_paths.format_table)
     if args.cuda:
         from ..bench import cuda
 
@@ -203,6 +208,15 @@ def register(sub) -> None:
         "--tracking-network",
         action="store_true",
         help="with --tracking: solve with the model's network (default: the arm alone)",
+    )
+    only.add_argument(
+        "--dds-paths",
+        type=count,
+        metavar="N",
+        help="measure only this: the inference node over DDS (needs rclpy) streaming N "
+        "--tracking paths (up to --tracking-targets targets) at 200 Hz as teleoperation would, "
+        "jump_threshold 0.2 rad, the arm following its commands: refusals, commanded steps over "
+        "0.2 rad, target -> command latency",
     )
     only.add_argument(
         "--hardware",

@@ -1,0 +1,420 @@
+"""``robot-ik-nn bench MODEL --dds-paths N``: the inference node streaming smooth paths over DDS.
+
+What an operator's teleoperation gives the node: the paths of ``bench --tracking``
+(bench/paths.py ``spline_path``: the arm's own smooth joint motion, 5 mm / 0.05 rad per target,
+seeds 1000, 1001, ...) sent pose by pose to ``~/target_pose`` at 200 Hz, each stamped when it is
+sent. Three processes, as in ``bench --dds``: the inference node (started as ``ros2 run`` would,
+with ``jump_threshold`` set: its default, 0, leaves the jump gate off), this client, and the
+listener of bench/dds.py, which stamps every ``joint_command`` (and every ``~/status``) on
+arrival on the monotonic clock all three share.
+
+The client also plays a position-controlled arm: ``/joint_states`` reports the last
+``joint_command`` received, at once and at 50 Hz. Before each path the arm is put at the path's
+first joints and the path's first pose is sent alone to ``~/target_path`` (the node's documented
+way to start from where the arm is: its answer becomes the last one commanded, against which the
+jump gate measures); a path whose start the node refuses is not streamed, and is counted.
+
+Each command carries its target's stamp, so every command is matched to its target exactly.
+Latency is target published -> its command received; a target never commanded counts as slower
+than any (``ms_*_every_target_sent``). Steps are between consecutive commands of a path, the
+first from the start's answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..arm.rotations import matrix_to_quaternion
+from .paths import JUMP, spline_path
+
+HEARTBEAT_S = 0.02  # the arm reports its joints at 50 Hz between commands
+LIMIT_MARGIN = 0.021  # rad: the node's joint_limit_margin (0.02), and a little
+MIN_TARGETS = 50  # a path cut shorter than this is not streamed
+WARM_UP = 50  # targets of the first path streamed once before anything is counted
+
+
+def stream_paths(
+    model,
+    paths: int = 10,
+    targets: int = 1000,
+    rate_hz: float = 200.0,
+    jump_threshold: float = JUMP,
+    keep_joints: bool = False,
+    first_seed: int = 1000,
+    say=None,
+) -> dict:
+    """Stream ``paths`` spline paths of up to ``targets`` targets to a fresh inference node; the
+    figures of the module's docstring; the paths' seeds: ``first_seed`` on. ``keep_joints``:
+    each row also holds its commands (target index, joints) for a judge outside."""
+    import rclpy
+
+    from ..ik.solver import Solver
+
+    solver = Solver.load(model).with_settings(collision_check=True)
+    solver.warm_up()  # the entries the node compiles at start, into numba's cache: warm for it
+    arm = solver.arm
+    made, seeds, tried = _servable(solver, paths, targets, first_seed)
+    env = {
+        **os.environ,
+        "ROS_DOMAIN_ID": os.environ.get("ROS_DOMAIN_ID", str(50 + os.getpid() % 40)),
+    }
+    os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
+    work = Path(tempfile.mkdtemp(prefix="robot_ik_nn_dds_paths_"))
+    listener = subprocess.Popen(
+        [sys.executable, "-m", "robot_ik_nn.bench.dds", str(work)], env=env
+    )
+    own_context = not rclpy.ok()
+    if own_context:
+        rclpy.init()
+    client = _Client(arm)
+    node = None
+    sent, starts = [], []
+    log = open(work / "node.log", "w")  # noqa: SIM115 (closed below, after the node)
+    try:
+        while not (work / "ready").exists():
+            if listener.poll() is not None:
+                raise RuntimeError("the DDS listener exited")
+            time.sleep(0.05)
+        node = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "robot_ik_nn.nodes.inference_node",
+                "--ros-args",
+                "-p",
+                f"model_dir:={model}",
+                "-p",
+                f"jump_threshold:={float(jump_threshold)}",
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+        def alive():
+            if node.poll() is not None:
+                raise RuntimeError(f"the inference node exited: see {work / 'node.log'}")
+
+        for k, (q_path, P, R) in enumerate(made):
+            if say:
+                say(f"path {k + 1} of {paths} ({len(P)} targets) to the node at {rate_hz:g} Hz")
+            start, why = client.start_at(q_path[0], P[0], R[0], alive, first=k == 0)
+            starts.append((start, why))
+            if start is None:
+                sent.append(None)
+                continue
+            if k == 0:  # the node's first streamed targets are slower: a path not counted
+                while not ((work / "first").exists() and (work / "said").exists()):
+                    alive()  # until the listener hears the node's commands and its status
+                    client.stream(P[:1], R[:1], rate_hz)
+                    time.sleep(0.05)
+                client.stream(P[:WARM_UP], R[:WARM_UP], rate_hz)
+                client.settle(len(P[:WARM_UP]))
+                start, why = client.start_at(q_path[0], P[0], R[0], alive, first=False)
+                starts[-1] = (start, why)
+                if start is None:
+                    sent.append(None)
+                    continue
+            streamed = client.stream(P, R, rate_hz)
+            sent.append((streamed, client.settle(len(P))))
+        time.sleep(0.5)
+    finally:
+        client.close()
+        for proc in (node, listener):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        log.close()
+        if own_context and rclpy.ok():
+            rclpy.shutdown()
+    heard = json.loads((work / "commands.json").read_text())
+    said = json.loads((work / "statuses.json").read_text())
+    rows = [
+        _row(seeds[k], len(made[k][1]), sent[k], starts[k], heard, said, keep_joints)
+        for k in range(len(made))
+    ]
+    result = _summary(arm.name, rows, rate_hz, jump_threshold, targets)
+    result["dds_paths"]["seeds_tried"] = tried
+    return result
+
+
+def _servable(solver, paths, targets, first_seed, least=MIN_TARGETS):
+    """``paths`` spline paths the node can serve along the path's own joints: each cut before
+    its first target whose own joints lie within the node's joint_limit_margin of a limit or
+    that PyBullet finds in self-contact, and kept when ``least`` targets are left. Seeds from
+    ``first_seed`` on, at most 50 per path asked for: (paths, their seeds, seeds tried)."""
+    from ..hardware.pybullet_arm import ArmSim  # the judge of contact: pybullet
+    from .collisions import pybullet_contacts
+
+    arm, made, seeds, seed = solver.arm, [], [], first_seed
+    with ArmSim(arm) as sim:
+        contacts = pybullet_contacts(sim, solver.collisions)
+        while len(made) < paths and seed < first_seed + 50 * paths:
+            q, P, R = spline_path(arm, solver.forward, seed, targets)
+            room = np.minimum(q - arm.lower, arm.upper - q).min(axis=1) >= LIMIT_MARGIN
+            n = int(np.argmin(room)) if not room.all() else len(q)
+            n = next((i for i in range(n) if contacts(q[i])[0]), n)
+            if n >= least:
+                made.append((q[:n], P[:n], R[:n]))
+                seeds.append(seed)
+            seed += 1
+    return made, seeds, seed - first_seed
+
+
+class _Client:
+    """Targets out, and a position-controlled arm: ``/joint_states`` says the last command."""
+
+    def __init__(self, arm):
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticArray
+        from geometry_msgs.msg import PoseArray, PoseStamped
+        from rclpy.executors import SingleThreadedExecutor
+        from sensor_msgs.msg import JointState
+        from trajectory_msgs.msg import JointTrajectory
+
+        from ..nodes.common import RELIABLE
+
+        self.arm, self.q = arm, arm.mid_range.tolist()
+        self.node = rclpy.create_node("bench_dds_paths_client")
+        n = self.node
+        self.targets_pub = n.create_publisher(PoseStamped, "/inference_node/target_pose", RELIABLE)
+        self.path_pub = n.create_publisher(PoseArray, "/inference_node/target_path", RELIABLE)
+        self.states_pub = n.create_publisher(JointState, "/joint_states", RELIABLE)
+        self.statuses, self.trajectories = [], []
+        n.create_subscription(JointState, "/joint_command", self._follow, RELIABLE)
+        n.create_subscription(DiagnosticArray, "/inference_node/status", self.statuses.append, 100)
+        n.create_subscription(
+            JointTrajectory, "/arm_controller/joint_trajectory", self.trajectories.append, 100
+        )
+        n.create_timer(HEARTBEAT_S, self._report)
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(n)
+        self.spinning = threading.Thread(target=self.executor.spin, daemon=True)
+        self.spinning.start()
+
+    def _follow(self, msg) -> None:
+        self.q = list(msg.position)  # the arm is where it was commanded
+        self._report()
+
+    def _report(self) -> None:
+        from sensor_msgs.msg import JointState
+
+        state = JointState(name=self.arm.joint_names, position=list(self.q))
+        state.header.stamp = self.node.get_clock().now().to_msg()
+        self.states_pub.publish(state)
+
+    def _pose(self, p, R):
+        from geometry_msgs.msg import Pose
+
+        pose = Pose()
+        pose.position.x, pose.position.y, pose.position.z = (float(v) for v in p)
+        o = pose.orientation
+        o.x, o.y, o.z, o.w = (float(v) for v in matrix_to_quaternion(R))
+        return pose
+
+    def start_at(self, q0, p0, R0, alive, first: bool):
+        """Put the arm at ``q0`` and send the pose there to ``~/target_path``, until the node
+        commands an answer within 0.01 rad of ``q0`` (its joints may have reached the node after
+        the path): (the answer, "") or (None, the node's reason). ``alive()`` raises if the node
+        is gone."""
+        from geometry_msgs.msg import PoseArray
+
+        self.q = [float(v) for v in q0]
+        self._report()
+        why = "no answer"
+        for _ in range(600 if first else 5):  # the first: until the node is up (up to 120 s)
+            alive()
+            time.sleep(0.05)  # the joints first
+            heard, told = len(self.trajectories), len(self.statuses)
+            msg = PoseArray(poses=[self._pose(p0, R0)])
+            msg.header.frame_id = self.arm.base
+            msg.header.stamp = self.node.get_clock().now().to_msg()
+            self.path_pub.publish(msg)
+            until = time.perf_counter() + 0.2
+            while time.perf_counter() < until and len(self.statuses) == told:
+                time.sleep(0.002)
+            if len(self.statuses) == told:
+                continue  # the node is not up yet
+            time.sleep(0.02)  # the trajectory, published before the status
+            said = [s.status[0].message for s in self.statuses[told:]]
+            if not any(m.startswith("solved: path of") for m in said):
+                why = said[-1]
+                continue
+            if len(self.trajectories) == heard:
+                why = "no trajectory heard"
+                continue
+            answer = np.array(self.trajectories[-1].points[-1].positions)
+            if np.abs(answer - q0).max() <= 0.01:
+                self.q = answer.tolist()
+                self._report()
+                time.sleep(0.05)
+                return answer, ""
+            why = f"the answer is {np.abs(answer - q0).max():.3f} rad from the path's start"
+        return None, why
+
+    def stream(self, P, R, rate_hz: float) -> list:
+        """Every target of a path at ``rate_hz``: (sent time, stamp ns) each."""
+        from geometry_msgs.msg import PoseStamped
+
+        self.mark = len(self.statuses)
+        out, next_time = [], time.perf_counter()
+        for p, rot in zip(P, R):
+            delay = next_time - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            msg = PoseStamped(pose=self._pose(p, rot))
+            stamp = self.node.get_clock().now().to_msg()
+            msg.header.frame_id, msg.header.stamp = self.arm.base, stamp
+            out.append((time.perf_counter(), stamp.sec * 1_000_000_000 + stamp.nanosec))
+            self.targets_pub.publish(msg)
+            next_time += 1.0 / rate_hz
+        return out
+
+    def settle(self, targets: int, seconds: float = 10.0) -> float:
+        """Wait until the node has said something of each target of the path streamed last (or
+        ``seconds``); the time then."""
+        until = time.perf_counter() + seconds
+        while time.perf_counter() < until and len(self.statuses) - self.mark < targets:
+            time.sleep(0.01)
+        time.sleep(0.04)  # the listener hears it too
+        return time.perf_counter()
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.spinning.join(5)
+        self.node.destroy_node()
+
+
+def _reason(message: str) -> str:
+    """A status message's kind of reason: its words before the first colon after the outcome,
+    numbers taken out ("rejected: a jump: the answer moves ..." -> "rejected: a jump")."""
+    kind, _, rest = message.partition(": ")
+    return f"{kind}: {re.sub(r'[-0-9.]+', 'N', rest.split(':')[0].split(';')[0]).strip()}"
+
+
+def _row(seed, n, sent, start, heard, said, keep_joints) -> dict:
+    """One path's figures, from the listener's records."""
+    answer, why = start
+    row = {"seed": seed, "targets": n, "streamed": sent is not None}
+    if sent is None:
+        row["start_refused"] = why
+        return row
+    sent, ended = sent
+    index = {stamp: i for i, (_, stamp) in enumerate(sent)}
+    began = sent[0][0]
+    latency = np.full(n, np.inf)
+    commands = []
+    for when, q, stamp in heard:
+        i = index.get(stamp)
+        if i is not None and not np.isfinite(latency[i]):
+            latency[i] = when - sent[i][0]
+            commands.append((i, q))
+    window = [
+        m for when, m in said if began <= when <= ended and not m.startswith("solved: path of")
+    ]
+    refused = [m for m in window if not m.startswith("solved")]
+    q = np.array([answer] + [c for _, c in commands])
+    steps = np.abs(np.diff(q, axis=0)).max(axis=1) if len(q) > 1 else np.zeros(0)
+    at = [-1] + [i for i, _ in commands]  # -1: the start's answer
+    reasons: dict = {}
+    for m in refused:
+        reasons[_reason(m)] = reasons.get(_reason(m), 0) + 1
+    row.update(
+        {
+            "sent": n,
+            "commanded": len(commands),
+            "refused": len(refused),
+            "said": len(window),
+            "refusals": reasons,
+            "lost": n - len(window),  # targets the node said nothing of (as the listener heard)
+            "steps_over_0.2_rad": int((steps > JUMP).sum()),
+            "steps_over_0.2_rad_at": [
+                [at[j], at[j + 1], float(steps[j])] for j in np.flatnonzero(steps > JUMP)
+            ],
+            "max_step_rad": float(steps.max()) if len(steps) else 0.0,
+            "latency_s": latency.tolist(),
+        }
+    )
+    if keep_joints:
+        row["commands"] = [[i, list(c)] for i, c in commands]
+    return row
+
+
+def _summary(robot, rows, rate_hz, jump_threshold, targets) -> dict:
+    streamed = [r for r in rows if r["streamed"]]
+    ms = np.concatenate([np.array(r.pop("latency_s")) * 1000 for r in streamed] or [[]])
+    answered = ms[np.isfinite(ms)]
+    reasons: dict = {}
+    for r in streamed:
+        for k, v in r["refusals"].items():
+            reasons[k] = reasons.get(k, 0) + v
+
+    def pct(a, q):
+        return float(np.percentile(a, q, method="higher")) if len(a) else float("nan")
+
+    return {
+        "robot": robot,
+        "dds_paths": {
+            "rate_hz": rate_hz,
+            "jump_threshold": jump_threshold,
+            "jump_threshold_default": 0.0,
+            "paths": len(rows),
+            "targets_max": targets,
+            "paths_streamed": len(streamed),
+            "paths_start_refused": len(rows) - len(streamed),
+            "sent": int(sum(r["sent"] for r in streamed)),
+            "commanded": int(sum(r["commanded"] for r in streamed)),
+            "refused": int(sum(r["refused"] for r in streamed)),
+            "lost": int(sum(r["lost"] for r in streamed)),
+            "refusals": reasons,
+            "paths_with_a_refusal": int(sum(r["refused"] > 0 for r in streamed)),
+            "commanded_steps_over_0.2_rad": int(sum(r["steps_over_0.2_rad"] for r in streamed)),
+            "max_commanded_step_rad": max((r["max_step_rad"] for r in streamed), default=0.0),
+            "ms_median_every_target_sent": pct(ms, 50),
+            "ms_p99_every_target_sent": pct(ms, 99),
+            "ms_max_every_target_sent": float(ms.max()) if len(ms) else float("nan"),
+            "ms_median_commanded": pct(answered, 50),
+            "ms_p99_commanded": pct(answered, 99),
+            "ms_max_commanded": float(answered.max()) if len(answered) else float("nan"),
+            "load_average_1min": os.getloadavg()[0],
+            "rows": rows,
+        },
+    }
+
+
+def format_table(r: dict) -> str:
+    """The markdown (and terminal) summary of one arm."""
+    d = r["dds_paths"]
+    reasons = "; ".join(f"{k} ({v})" for k, v in d["refusals"].items()) or "none"
+    return (
+        f"## {r['robot']}: the inference node streaming paths at {d['rate_hz']:g} Hz\n\n"
+        f"{d['paths_streamed']} of {d['paths']} paths streamed (a start the node refused: "
+        f"{d['paths_start_refused']}), up to {d['targets_max']} targets each, 5 mm / 0.05 rad "
+        f"apart; jump_threshold {d['jump_threshold']:g} rad (the node's default: 0, off); load "
+        f"{d['load_average_1min']:.1f}\n\n"
+        "| sent | commanded | refused | lost | paths with a refusal | commanded steps > 0.2 rad "
+        "(largest) | target -> command, every target sent: median / p99 / max (ms) |\n"
+        "|---|---|---|---|---|---|---|\n"
+        f"| {d['sent']} | {d['commanded']} | {d['refused']} | {d['lost']} | "
+        f"{d['paths_with_a_refusal']} | "
+        f"{d['commanded_steps_over_0.2_rad']} ({d['max_commanded_step_rad']:.3f} rad) | "
+        f"{d['ms_median_every_target_sent']:.2f} / {d['ms_p99_every_target_sent']:.2f} / "
+        f"{d['ms_max_every_target_sent']:.2f} |\n\n"
+        f"Refusals: {reasons}. Commanded targets alone: median "
+        f"{d['ms_median_commanded']:.2f} ms, p99 {d['ms_p99_commanded']:.2f} ms, max "
+        f"{d['ms_max_commanded']:.2f} ms.\n"
+    )
