@@ -3,10 +3,18 @@
 What an operator's teleoperation gives the node: the paths of ``bench --tracking``
 (bench/paths.py ``spline_path``: the arm's own smooth joint motion, 5 mm / 0.05 rad per target,
 seeds 1000, 1001, ...) sent pose by pose to ``~/target_pose`` at 200 Hz, each stamped when it is
-sent. Three processes, as in ``bench --dds``: the inference node (started as ``ros2 run`` would,
+sent. Those splines are clipped to the joint limits and never checked for self-contact, so each
+is cut before its first target whose own joints the node could not command (within its
+joint_limit_margin of a limit, or in self-contact by PyBullet's contact query, not the node's
+model): along what is streamed a jump-free answer the node may command always exists. A path cut
+shorter than ``MIN_TARGETS`` is left out (``seeds_tried`` counts every seed drawn). The first
+path's first ``WARM_UP`` targets are streamed once, uncounted, before anything is measured.
+
+Three processes, as in ``bench --dds``: the inference node (started as ``ros2 run`` would,
 with ``jump_threshold`` set: its default, 0, leaves the jump gate off), this client, and the
 listener of bench/dds.py, which stamps every ``joint_command`` (and every ``~/status``) on
-arrival on the monotonic clock all three share.
+arrival on the monotonic clock all three share. Targets the node never speaks of are ``lost``
+(its ``~/target_pose`` queue keeps 10: a stall over 50 ms can drop the oldest).
 
 The client also plays a position-controlled arm: ``/joint_states`` reports the last
 ``joint_command`` received, at once and at 50 Hz. Before each path the arm is put at the path's
