@@ -176,6 +176,7 @@ def listen(work: Path) -> None:
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.executors import ExternalShutdownException
+    from rclpy.qos import QoSProfile
     from sensor_msgs.msg import JointState
 
     from ..nodes.common import RELIABLE, executor_for_latency
@@ -201,8 +202,10 @@ def listen(work: Path) -> None:
             (work / "first.tmp").write_text(repr(heard[0][0]))
             os.replace(work / "first.tmp", work / "first")
 
-    node.create_subscription(JointState, "/joint_command", on_command, RELIABLE)
-    node.create_subscription(DiagnosticArray, "/inference_node/status", on_status, 100)
+    # a deep queue: DDS keeps what arrives while this process is descheduled (10 would drop)
+    deep = QoSProfile(depth=10_000, reliability=RELIABLE.reliability)
+    node.create_subscription(JointState, "/joint_command", on_command, deep)
+    node.create_subscription(DiagnosticArray, "/inference_node/status", on_status, deep)
     executor = executor_for_latency()
     executor.add_node(node)
     (work / "ready").touch()

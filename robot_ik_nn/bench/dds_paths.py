@@ -349,6 +349,8 @@ def _row(seed, n, sent, start, heard, said, keep_joints) -> dict:
             "said": len(window),
             "refusals": reasons,
             "lost": n - len(window),  # targets the node said nothing of (as the listener heard)
+            # said solved (so commanded) by the node, their command not heard by the listener
+            "commands_unheard": len(window) - len(refused) - len(commands),
             "steps_over_0.2_rad": int((steps > JUMP).sum()),
             "steps_over_0.2_rad_at": [
                 [at[j], at[j + 1], float(steps[j])] for j in np.flatnonzero(steps > JUMP)
@@ -388,6 +390,7 @@ def _summary(robot, rows, rate_hz, jump_threshold, targets) -> dict:
             "commanded": int(sum(r["commanded"] for r in streamed)),
             "refused": int(sum(r["refused"] for r in streamed)),
             "lost": int(sum(r["lost"] for r in streamed)),
+            "commands_unheard": int(sum(r["commands_unheard"] for r in streamed)),
             "refusals": reasons,
             "paths_with_a_refusal": int(sum(r["refused"] > 0 for r in streamed)),
             "commanded_steps_over_0.2_rad": int(sum(r["steps_over_0.2_rad"] for r in streamed)),
@@ -422,7 +425,8 @@ def format_table(r: dict) -> str:
         f"{d['commanded_steps_over_0.2_rad']} ({d['max_commanded_step_rad']:.3f} rad) | "
         f"{d['ms_median_every_target_sent']:.2f} / {d['ms_p99_every_target_sent']:.2f} / "
         f"{d['ms_max_every_target_sent']:.2f} |\n\n"
-        f"Refusals: {reasons}. Commanded targets alone: median "
+        f"Refusals: {reasons}. Commands the node sent that the listener missed: "
+        f"{d['commands_unheard']}. Commanded targets alone: median "
         f"{d['ms_median_commanded']:.2f} ms, p99 {d['ms_p99_commanded']:.2f} ms, max "
         f"{d['ms_max_commanded']:.2f} ms.\n"
     )
