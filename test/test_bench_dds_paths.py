@@ -32,7 +32,7 @@ def test_streamed_paths_are_commanded_exactly_and_without_jumps(niryo_model, thr
     arm = solver.arm
     with BulletFK.of(arm) as oracle:
         for row in d["rows"]:
-            assert row["said"] == row["sent"] == row["commanded"] + row["refused"], row
+            assert row["statuses_heard"] == row["sent"] == row["commanded"] + row["refused"], row
             q_path, _, _ = spline_path(arm, solver.forward, row["seed"], TARGETS)
             commands = row["commands"]
             assert len(commands) == row["commanded"]
