@@ -371,7 +371,10 @@ def test_choose_commands_the_first_answer_in_that_order(served, niryo_model):
     for m in probe.received["/joint_command"][before:]:
         q = np.array(m.position)
         assert np.linalg.norm(solver.forward(q[None])[0][0] - pos) <= 1e-3
-        np.testing.assert_allclose(q, expected[0].q, atol=1e-9)
+        # the first answer's branch (the default choice's lies over 0.5 rad away): the answer
+        # itself may differ within the target's tolerance (a search cut by time under load
+        # refines from other seeds: 0.024 rad apart in a fresh-clone run beside other work)
+        assert np.abs(q - expected[0].q).max() <= 0.1, (q, expected[0].q)
 
 
 def test_wrong_fingerprint_exits_non_zero_with_the_reason(niryo_model):
