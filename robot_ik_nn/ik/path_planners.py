@@ -12,12 +12,24 @@ from . import kernel
 from .layers import begin, distinct, finite, links, walk_samples, way_back
 from .layout import HI, LO, parts
 from .selfmotion import self_motion
+from .several_answers import manipulability
 
 # A sample of the swept self-motion that LM cannot finish from its last answer just ends (no
 # seeds around it): the next sweep, SWEEP_EVERY targets on, lays the stretch out again. With the
 # 64 seeds of a held joint's samples, the walk was 38 us per sample and target on Panda path 1177
 # (samples at a limit that end try them all), without them 4 us.
 SWEEP_TRIES = 0
+# Where the path passes a singular pose (a 7-joint arm's elbow straight) two stretches of
+# self-motion meet, and the swept samples may all leave on the one that later ends (iiwa 1247
+# at target 76 of 1000: the path's own joints 0.17 rad from every sample, then 4 rad). Where a
+# swept sample's manipulability (sqrt det J J^T) is below NEAR_SINGULAR, the sweep is seeded
+# again from NUDGES copies of the most singular sample shaken by up to SHAKE rad (LM onto the
+# target from each), so the other stretch's samples join the layer. On the iiwa's 24 slowest
+# paths of 500, 0.005 left 1409 on the wrong stretch (its own joints' least 0.0011, at target
+# 56), 0.01 none; adding the target's distinct answers (solutions=8) as seeds did not help.
+NEAR_SINGULAR = 0.01
+NUDGES = 8
+SHAKE = 0.1
 
 
 class SelfMotionPlanner:
@@ -50,6 +62,21 @@ class SelfMotionPlanner:
             self._held[i] = other
         return self._held[i]
 
+    def near_singular(self, k: int, found: np.ndarray) -> np.ndarray:
+        """Seeds for the other stretch where a row of ``found`` (swept at target ``k``) lies
+        near a singular pose (NEAR_SINGULAR): the most singular row shaken (deterministic in
+        ``k``); none elsewhere."""
+        if not len(found):
+            return found
+        m = np.empty(len(found))
+        manipulability(self.fast._model, np.ascontiguousarray(found), m)
+        i = int(np.argmin(m))
+        if m[i] >= NEAR_SINGULAR:
+            return found[:0]
+        shake = np.random.default_rng(k).uniform(-SHAKE, SHAKE, (NUDGES, found.shape[1]))
+        arm = self.fast.arm
+        return np.clip(found[i] + shake, arm.lower, arm.upper)
+
     def walk(self, k: int, q0) -> list:
         """The stretch of self-motion through ``q0`` at target ``k``, a sample per grid value
         of the held joint."""
@@ -72,6 +99,16 @@ class SelfMotionPlanner:
             found = self_motion(
                 self.fast, self.P[k], self.quat(k), through, self.spacing, self.max_step
             )
+            other = self.near_singular(k, found)
+            if len(other):  # the stretches through the other seeds too
+                found = self_motion(
+                    self.fast,
+                    self.P[k],
+                    self.quat(k),
+                    np.vstack([through, other]),
+                    self.spacing,
+                    self.max_step,
+                )
             return found if len(found) else through
         found, kept, trees = [], [], []  # a k-d tree per stretch walked: no row tested twice
         for q in through:
