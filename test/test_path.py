@@ -10,7 +10,8 @@ from fk_oracle import BulletFK, matrix_to_quat, rotation_angle
 from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.bench.paths import spline_path
 from robot_ik_nn.ik.layers import distinct
-from robot_ik_nn.ik.path import STREAM_WEIGHTS, tracked
+from robot_ik_nn.ik.path import STREAM_WEIGHTS, SWEEP_EVERY, tracked
+from robot_ik_nn.ik.path_planners import SelfMotionPlanner
 from robot_ik_nn.ik.selfmotion import self_motion
 from robot_ik_nn.ik.solver import Solver
 
@@ -99,6 +100,35 @@ def test_drawn_iiwa_paths_on_which_every_stream_jumps_are_planned_without_one(ii
         assert path.ok and not path.reason, (seed, path.reason)
         assert steps.max() <= 0.2 and path.max_step == pytest.approx(steps.max()), seed
         assert reached(oracle, arm, path.q, P, R).all(), seed
+        planned += 1
+        if planned == 2:
+            break
+    assert planned == 2
+
+
+def test_drawn_iiwa_paths_through_the_straight_elbow_are_planned_over_the_sweep(iiwa):
+    """The first two drawn iiwa paths whose own joints pass the elbow straight (joint 4 within
+    0.01 rad of 0, a singular pose where two stretches of self-motion meet) and whose stream
+    jumps: the swept self-motion alone (no branches after it) plans a way with no step over 0.2
+    rad, every target reached by PyBullet, inside the limits."""
+    arm, oracle = iiwa
+    solver = Solver(arm)
+    rng = np.random.default_rng(3232)
+    planned = 0
+    for seed in rng.permutation(np.arange(1000, 1500)):
+        q_own, _, _ = spline_path(arm, solver.forward, int(seed))
+        if np.abs(q_own[:, 3]).min() > 0.01:
+            continue
+        q_path, P, R, Q = bullet_path(arm, oracle, int(seed))
+        stream, _ = tracked(solver, P, Q, q_path[0])
+        if np.abs(np.diff(np.vstack([q_path[0], stream]), axis=0)).max() <= 0.2:
+            continue
+        planner = SelfMotionPlanner(solver, P, Q, None, 0.1, 0.2)
+        q = planner.plan(q_path[0], stream[:, None], SWEEP_EVERY)
+        assert q is not None, seed
+        steps = np.abs(np.diff(np.vstack([q_path[0], q]), axis=0)).max(axis=1)
+        assert steps.max() <= 0.2, seed
+        assert reached(oracle, arm, q, P, R).all(), seed
         planned += 1
         if planned == 2:
             break
