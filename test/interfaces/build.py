@@ -1,6 +1,7 @@
 """Building the interface fixtures (moveit_msgs, control_msgs and what they name) with rosidl from
 the PyPI wheels, once: the install is cached under the venv, keyed by a digest of these files,
-so a second test run (or a second module) pays nothing.
+so a second test run (or a second module) pays nothing, and a second process building at the
+same time waits for the first (a file lock) and uses its build.
 
 ``interfaces()`` returns the install folder and makes the packages importable here and in the
 node processes a test starts (PYTHONPATH, LD_LIBRARY_PATH, AMENT_PREFIX_PATH).
@@ -9,6 +10,7 @@ node processes a test starts (PYTHONPATH, LD_LIBRARY_PATH, AMENT_PREFIX_PATH).
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import hashlib
 import os
 import shutil
@@ -102,7 +104,12 @@ def interfaces() -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     out = cache / digest()
     if not (out / "lib").is_dir():
-        _build(out)
+        # one build at a time: a second test process (an xdist worker) waits for the first's
+        # and uses it, instead of building the same packages beside it
+        with open(cache / f"{out.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (out / "lib").is_dir():
+                _build(out)
     lib = out / "lib"
     site = lib / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
     for name, value in (
