@@ -47,18 +47,7 @@ def dds_latency(model, targets: int = 2000, rate_hz: float = 200.0, seed: int = 
         q = free_joints(sim, solver.collisions, targets + 1, seed, limit_margin=0.02)
     P, R = solver.forward(q)
     Q = matrix_to_quaternion(R)
-    env = {
-        **os.environ,
-        "ROS_DOMAIN_ID": os.environ.get("ROS_DOMAIN_ID", str(50 + os.getpid() % 40)),
-    }
-    os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
-    work = Path(tempfile.mkdtemp(prefix="robot_ik_nn_dds_"))
-    listener = subprocess.Popen(
-        [sys.executable, "-m", "robot_ik_nn.bench.dds", str(work)], env=env
-    )
-    own_context = not rclpy.ok()
-    if own_context:
-        rclpy.init()
+    env, work, listener, own_context = start_listener("robot_ik_nn_dds_")
     client = rclpy.create_node("bench_dds_client")
     targets_pub = client.create_publisher(PoseStamped, "/inference_node/target_pose", RELIABLE)
     states_pub = client.create_publisher(JointState, "/joint_states", RELIABLE)
@@ -84,20 +73,10 @@ def dds_latency(model, targets: int = 2000, rate_hz: float = 200.0, seed: int = 
 
     node = None
     try:
-        while not (work / "ready").exists():
-            if listener.poll() is not None:
-                raise RuntimeError("the DDS listener exited")
-            time.sleep(0.05)
+        wait_ready(work, listener)
         started = time.perf_counter()
         node = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "robot_ik_nn.nodes.inference_node",
-                "--ros-args",
-                "-p",
-                f"model_dir:={model}",
-            ],
+            inference_node_command(model),
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -122,13 +101,7 @@ def dds_latency(model, targets: int = 2000, rate_hz: float = 200.0, seed: int = 
             next_time += 1.0 / rate_hz
         time.sleep(1.0)
     finally:
-        for proc in (node, listener):
-            if proc is not None and proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+        stop(node, listener)
         client.destroy_node()
         if own_context and rclpy.ok():
             rclpy.shutdown()
@@ -150,6 +123,57 @@ def dds_latency(model, targets: int = 2000, rate_hz: float = 200.0, seed: int = 
         "startup_s": startup,
         "node_outcomes": outcomes,
     }
+
+
+def start_listener(prefix: str):
+    """What both DDS benches start from: a ROS domain (the caller's ``ROS_DOMAIN_ID``, else one
+    of this process's own, set here too), a fresh folder named ``prefix...``, the listener
+    process (:func:`listen`) writing there, and rclpy started unless it already is:
+    (the environment for child processes, the folder, the listener, whether rclpy was started
+    here and is to be shut down by the caller)."""
+    import rclpy
+
+    env = {
+        **os.environ,
+        "ROS_DOMAIN_ID": os.environ.get("ROS_DOMAIN_ID", str(50 + os.getpid() % 40)),
+    }
+    os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    listener = subprocess.Popen(
+        [sys.executable, "-m", "robot_ik_nn.bench.dds", str(work)], env=env
+    )
+    own_context = not rclpy.ok()
+    if own_context:
+        rclpy.init()
+    return env, work, listener, own_context
+
+
+def wait_ready(work: Path, listener) -> None:
+    """Until the listener has subscribed (it touches ``ready``); raises if it exits first."""
+    while not (work / "ready").exists():
+        if listener.poll() is not None:
+            raise RuntimeError("the DDS listener exited")
+        time.sleep(0.05)
+
+
+def inference_node_command(model, *params: str) -> list:
+    """The inference node's command line as ``ros2 run`` starts it, ``model_dir`` set to
+    ``model`` and each of ``params`` (``"name:=value"``) set too."""
+    command = [sys.executable, "-m", "robot_ik_nn.nodes.inference_node", "--ros-args"]
+    for param in (f"model_dir:={model}", *params):
+        command += ["-p", param]
+    return command
+
+
+def stop(*procs) -> None:
+    """SIGINT to each process still running (None: never started), killed after 10 s."""
+    for proc in procs:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 def _match(heard, sent, P, solver) -> np.ndarray:

@@ -34,17 +34,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 
 from ..arm.rotations import matrix_to_quaternion
+from .dds import inference_node_command, start_listener, stop, wait_ready
 from .paths import JUMP, spline_path
 
 HEARTBEAT_S = 0.02  # the arm reports its joints at 50 Hz between commands
@@ -74,38 +71,15 @@ def stream_paths(
     solver.warm_up()  # the entries the node compiles at start, into numba's cache: warm for it
     arm = solver.arm
     made, seeds, tried = _servable(solver, paths, targets, first_seed)
-    env = {
-        **os.environ,
-        "ROS_DOMAIN_ID": os.environ.get("ROS_DOMAIN_ID", str(50 + os.getpid() % 40)),
-    }
-    os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
-    work = Path(tempfile.mkdtemp(prefix="robot_ik_nn_dds_paths_"))
-    listener = subprocess.Popen(
-        [sys.executable, "-m", "robot_ik_nn.bench.dds", str(work)], env=env
-    )
-    own_context = not rclpy.ok()
-    if own_context:
-        rclpy.init()
+    env, work, listener, own_context = start_listener("robot_ik_nn_dds_paths_")
     client = _Client(arm)
     node = None
     sent, starts = [], []
     log = open(work / "node.log", "w")  # noqa: SIM115 (closed below, after the node)
     try:
-        while not (work / "ready").exists():
-            if listener.poll() is not None:
-                raise RuntimeError("the DDS listener exited")
-            time.sleep(0.05)
+        wait_ready(work, listener)
         node = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "robot_ik_nn.nodes.inference_node",
-                "--ros-args",
-                "-p",
-                f"model_dir:={model}",
-                "-p",
-                f"jump_threshold:={float(jump_threshold)}",
-            ],
+            inference_node_command(model, f"jump_threshold:={float(jump_threshold)}"),
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -140,13 +114,7 @@ def stream_paths(
         time.sleep(0.5)
     finally:
         client.close()
-        for proc in (node, listener):
-            if proc is not None and proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+        stop(node, listener)
         log.close()
         if own_context and rclpy.ok():
             rclpy.shutdown()
