@@ -20,7 +20,6 @@ runs a batch on every core.
 from __future__ import annotations
 
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -31,10 +30,11 @@ from .inputs import far_norm2, joints, near_limits, vector
 from .reasons import reason_context, reason_text
 from .results import SOLVED, STATUS, Answer, BatchResult
 from .settings import IKSettings
+from .variants import Variants
 from .verdicts import COLLIDES, FREE_INSTEAD
 
 
-class Solver:
+class Solver(Variants):
     """Inverse kinematics of one arm: settings, a network (or none), the compiled kernel."""
 
     def __init__(
@@ -157,62 +157,8 @@ class Solver:
 
         return serving(solver, folder.path)
 
-    def with_settings(self, **changes) -> "Solver":
-        """The same arm and network with some settings changed."""
-        return self._rebuilt(settings=self.settings.replace(**changes))
-
-    def copy(self) -> "Solver":
-        """Another solver with the same arm, network and settings, and buffers of its own: one
-        for each thread that solves (a solver is not to be called from two threads at once)."""
-        other = self._rebuilt()
-        if getattr(other, "collisions", None) is not None:
-            other.collisions = other.collisions.copy()
-        return other
-
-    def _rebuilt(self, **attrs) -> "Solver":
-        """A copy of this solver with ``attrs`` replaced and its kernel buffers built again."""
-        other = object.__new__(type(self))  # a calibrated arm's CompliantSolver stays one
-        other.__dict__.update(self.__dict__)
-        other.__dict__.update(attrs)
-        other._build()
-        other._variants = {}
-        return other
-
-    def _variant(self, free_axis: str) -> "Solver":
-        """This solver with another free axis, built once and kept."""
-        if free_axis not in self._variants:
-            self._variants[free_axis] = self.with_settings(free_axis=free_axis)
-        return self._variants[free_axis]
-
-    def with_obstacles(self, planes=(), boxes=()) -> "Solver":
-        """This solver with collision checking on and obstacles added: planes (normal, offset:
-        free where normal . x > offset) and axis-aligned boxes (centre, half sizes), in the
-        base frame. A table under the arm: ``planes=[((0, 0, 1), 0.0)]``."""
-        other = self.with_settings(collision_check=True)
-        other.collisions = other.collisions.with_obstacles(planes, boxes)
-        other._build()
-        return other
-
-    def with_limits(self, lower, upper) -> "Solver":
-        """The same network, settings and obstacles with the joints kept inside ``lower`` ..
-        ``upper`` as well as the URDF's limits (a servo's range, narrower than the URDF's):
-        refinement never leaves them, so an answer is one the arm can take."""
-        lo = np.maximum(np.asarray(lower, float), self.arm.lower)
-        hi = np.minimum(np.asarray(upper, float), self.arm.upper)
-        if lo.shape != self.arm.lower.shape or np.any(lo > hi):
-            raise ValueError(
-                f"joint ranges {np.asarray(lower).tolist()}..{np.asarray(upper).tolist()} do "
-                f"not overlap {self.arm.name}'s limits"
-            )
-        return self._rebuilt(arm=self.arm.with_limits(lo, hi))  # the network keeps the URDF's
-
-    def within(self, lower, upper) -> "Solver":
-        """Deprecated: :meth:`with_limits` (the same, named beside ``with_settings``)."""
-        warnings.warn(
-            "Solver.within() is deprecated; use Solver.with_limits()", DeprecationWarning, 2
-        )
-        return self.with_limits(lower, upper)
-
+    # with_settings, with_obstacles, with_limits, with_search_time, copy: variants.py; this one
+    # here, as it makes a plain Solver whatever the class of this one
     def without_network(self) -> "Solver":
         """The same arm, settings and obstacles, seeded without the network (mid-range and
         restarts)."""
@@ -374,25 +320,6 @@ class Solver:
         if self.settings.refines:
             self.solve(p[0], quat, current=mid, solutions=2)
         return time.perf_counter() - started
-
-    def with_search_time(self, seconds: float, probe_restarts: int = 200) -> "Solver":
-        """This solver with its restarts cut so that a target inside the reach whose answers all
-        collide (or that has none) is refused after about ``seconds``: the cost of a restart is
-        measured here, on this machine, on a target whose every pose collides."""
-        if not seconds > 0:
-            raise ValueError(f"a search time must be above 0 s; got {seconds!r}")
-        probe = self.with_obstacles(planes=[((0.0, 0.0, 1.0), 1e3)]).with_settings(
-            restarts=probe_restarts
-        )
-        p, R = self.forward(self.arm.mid_range)
-        quat = matrix_to_quaternion(R[0]) if self.mode == "pose" else None
-        probe.solve(p[0], quat)  # compiled before it is timed
-        started = time.perf_counter()
-        for _ in range(3):
-            probe.solve(p[0], quat)
-        per_restart = (time.perf_counter() - started) / (3 * probe_restarts)
-        restarts = int(min(self.settings.restarts, max(1, seconds / per_restart)))
-        return self.with_settings(restarts=restarts)
 
     # -- kinematics -------------------------------------------------------------------------------
     def forward(self, q) -> tuple[np.ndarray, np.ndarray]:
