@@ -13,14 +13,11 @@ Prints paths with a step over 0.2 rad, today's stream and this one's, on bench s
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 
 import numpy as np
+from _stream_paths import parser, steps, stream_along, summary
 
-from robot_ik_nn.arm.rotations import matrix_to_quaternion
-from robot_ik_nn.bench.paths import spline_path, streamed
 from robot_ik_nn.ik.solver import Solver
 
 H = 1e-6
@@ -75,27 +72,22 @@ def stream(solver, near_solver, P, Q, start, sigma, near, probes):
 
 
 def largest(start, q):
-    s = np.abs(np.diff(np.vstack([start, q]), axis=0)).max(axis=1)
+    s = steps(start, q)
     return float(np.where(np.isnan(s), np.inf, s).max())
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("model")
-    ap.add_argument("--paths", type=int, default=200)
+    ap = parser(paths=200)
     ap.add_argument("--sigma", type=float, default=0.01)
     ap.add_argument("--near", type=float, default=0.15)
     a = ap.parse_args(argv)
     solver = Solver.load(a.model).without_network()
     near_solver = solver.with_settings(restarts=0)  # LM from the probe and seeds around it only
-    arm = solver.arm
     today = ours = unsolved = 0
     mended, broken = [], []
     for seed in range(1000, 1000 + a.paths):
-        q_path, P, R = spline_path(arm, solver.forward, seed)
-        Q = matrix_to_quaternion(R)
+        q_path, P, Q, q0 = stream_along(solver, seed)
         start = q_path[0]
-        q0, _ = streamed(solver, P, Q, start)
         q1, switched = stream(solver, near_solver, P, Q, start, a.sigma, a.near, (0.05, 0.1))
         p1, r1 = solver.forward(np.nan_to_num(q1))
         unsolved += int((np.linalg.norm(p1 - P, axis=1) > 1e-3).sum())
@@ -106,20 +98,17 @@ def main(argv=None):
             mended.append(seed)
         if j1 and not j0:
             broken.append(seed)
-    print(
-        json.dumps(
-            {
-                "paths": a.paths,
-                "sigma": a.sigma,
-                "jumping_today": today,
-                "jumping_with_most_room": ours,
-                "mended": mended,
-                "broken": broken,
-                "unsolved_targets": unsolved,
-            }
-        )
+    return summary(
+        {
+            "paths": a.paths,
+            "sigma": a.sigma,
+            "jumping_today": today,
+            "jumping_with_most_room": ours,
+            "mended": mended,
+            "broken": broken,
+            "unsolved_targets": unsolved,
+        }
     )
-    return 0
 
 
 if __name__ == "__main__":

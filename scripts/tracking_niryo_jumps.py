@@ -11,15 +11,13 @@ path's own joints at that target stays on the path's branch.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 import numpy as np
+from _stream_paths import parser, steps, stream_along, summary
 from scipy.spatial.transform import Rotation
 
-from robot_ik_nn.arm.rotations import matrix_to_quaternion
-from robot_ik_nn.bench.paths import spline_path, streamed
 from robot_ik_nn.ik.solver import Solver
 
 OFF = 0.1  # rad: the stream is off the path's branch when a joint differs by more
@@ -40,21 +38,16 @@ def det_sign(solver, q) -> float:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("model")
-    ap.add_argument("--paths", type=int, default=10)
+    ap = parser(paths=10)
     ap.add_argument("--wrist", type=int, default=4, help="index of the wrist-bend joint")
     a = ap.parse_args(argv)
     solver = Solver.load(a.model).without_network()
     arm = solver.arm
     found, seed = [], 1000
     while len(found) < a.paths and seed < 1500:
-        q_path, P, R = spline_path(arm, solver.forward, seed)
-        Q = matrix_to_quaternion(R)
-        start = q_path[0]
-        q, _ = streamed(solver, P, Q, start)
-        steps = np.abs(np.diff(np.vstack([start, q]), axis=0)).max(axis=1)
-        jumps = np.flatnonzero(steps > 0.2)
+        q_path, P, Q, q = stream_along(solver, seed)
+        step = steps(q_path[0], q)
+        jumps = np.flatnonzero(step > 0.2)
         if not len(jumps):
             seed += 1
             continue
@@ -67,7 +60,7 @@ def main(argv=None):
         row = {
             "seed": seed,
             "first_jump": i,
-            "step": float(steps[i]),
+            "step": float(step[i]),
             "left_path_branch_at": left,
             "wrist_at_leaving": float(q_path[k, a.wrist]),
             "least_wrist_near": float(np.abs(q_path[max(0, k - 10) : k + 1, a.wrist]).min()),
@@ -109,18 +102,15 @@ def main(argv=None):
     stayed = sum(r["stream_kept_its_branch_where_the_path_crossed"] for r in found)
     limit = sum(bool(r["stream_joint_at_limit_before_jump"]) for r in found)
     wrist = sum(r["least_wrist_near"] < 0.1 for r in found)
-    print(
-        json.dumps(
-            {
-                "jumping_paths": len(found),
-                "seeds_scanned": seed - 1000,
-                "stream_kept_its_branch_where_the_path_crossed": stayed,
-                "a_stream_joint_at_a_limit_before_the_jump": limit,
-                "wrist_near_straight_where_it_left": wrist,
-            }
-        )
+    return summary(
+        {
+            "jumping_paths": len(found),
+            "seeds_scanned": seed - 1000,
+            "stream_kept_its_branch_where_the_path_crossed": stayed,
+            "a_stream_joint_at_a_limit_before_the_jump": limit,
+            "wrist_near_straight_where_it_left": wrist,
+        }
     )
-    return 0
 
 
 if __name__ == "__main__":
