@@ -40,7 +40,7 @@ import numpy as np
 
 from ..arm.rotations import matrix_to_quaternion
 from .dds import inference_node_command, start_listener, stop, wait_ready
-from .dds_paths_figures import format_table, path_row, summary  # noqa: F401 (format_table: cli)
+from .dds_paths_figures import path_row, summary
 from .paths import JUMP, spline_path
 
 HEARTBEAT_S = 0.02  # the arm reports its joints at 50 Hz between commands

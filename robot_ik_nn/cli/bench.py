@@ -76,10 +76,10 @@ def _measure(args, say):
         )
         return _same(result, paths.format_table)
     if args.dds_paths:
-        from ..bench import dds_paths
+        from ..bench import dds_paths, dds_paths_figures
 
         result = dds_paths.stream_paths(args.model, args.dds_paths, args.tracking_targets, say=say)
-        return _same(result, dds_paths.format_table)
+        return _same(result, dds_paths_figures.format_table)
     if args.cuda:
         from ..bench import cuda
 
