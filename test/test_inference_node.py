@@ -170,7 +170,9 @@ def test_a_reachable_target_is_served_and_reached(served):
     # joint quaternions: n x 4, labelled, one per joint about its axis
     quats = probe.received["/inference_node/joint_quaternions"][-1]
     assert [d.label for d in quats.layout.dim] == ["joints", "xyzw"] and len(quats.data) == 24
-    np.testing.assert_allclose(np.array(quats.data).reshape(6, 4)[:, 3], np.cos(q / 2), atol=1e-12)
+    xyzw = np.array(quats.data).reshape(6, 4)
+    np.testing.assert_allclose(xyzw[:, 3], np.cos(q / 2), atol=1e-12)
+    np.testing.assert_allclose(xyzw[:, :3], ARM.axes * np.sin(q / 2)[:, None], atol=1e-12)
     statuses = [s for m in probe.received["/inference_node/status"] for s in m.status]
     assert statuses[-1].message.startswith("solved")
 

@@ -130,6 +130,17 @@ class InferenceNode(Node):
             )
         self.quat_pub = self.create_publisher(Float64MultiArray, "~/joint_quaternions", RELIABLE)
         self.status_pub = self.create_publisher(DiagnosticArray, "~/status", RELIABLE)
+        # the messages of every target, their fixed parts filled once: publish() serialises a
+        # message before it returns, so one object per topic is reused (less Python per target)
+        self._joint_msg = JointState(name=list(self.names))
+        self._joint_msg.header.frame_id = self.arm.base
+        self._point = JointTrajectoryPoint()
+        self._traj_msg = JointTrajectory(joint_names=list(self.names), points=[self._point])
+        self._quat_msg = Float64MultiArray()
+        self._quat_msg.layout.dim = [
+            MultiArrayDimension(label="joints", size=self.arm.dof, stride=self.arm.dof * 4),
+            MultiArrayDimension(label="xyzw", size=4, stride=4),
+        ]
         self.create_subscription(JointState, "/joint_states", self.on_joint_states, READINGS)
         self.create_subscription(PoseStamped, "~/target_pose", self.on_target, RELIABLE)
         self.create_subscription(
@@ -187,12 +198,14 @@ class InferenceNode(Node):
     def on_target(self, msg: PoseStamped) -> None:
         started = time.perf_counter()
         p, o = msg.pose.position, msg.pose.orientation
-        position, quat = [p.x, p.y, p.z], [o.x, o.y, o.z, o.w]
+        # one float64 array each: checked by the gate, then handed to the solver as they are
+        position, quat = np.array((p.x, p.y, p.z)), np.array((o.x, o.y, o.z, o.w))
+        stamp = stamp_seconds(msg.header.stamp)
         reason = check_target(
             position,
             quat,
             msg.header.frame_id,
-            stamp_seconds(msg.header.stamp),
+            stamp,
             now_seconds(self),
             self.frames,
             self.stale_timeout,
@@ -206,20 +219,18 @@ class InferenceNode(Node):
             return self.report(REJECTED, reason, started)
         if self.choose:
             answer = self.solver.solve(
-                np.array(position), np.array(quat), current=current, last=self.last_solution,
+                position, quat, current=current, last=self.last_solution,
                 solutions=CHOICES, order=self.choose,
             )[0]  # fmt: skip
         else:
-            answer = self.solver.solve(
-                np.array(position), np.array(quat), current=current, last=self.last_solution
-            )
+            answer = self.solver.solve(position, quat, current=current, last=self.last_solution)
         why = not_commanded(answer, self.accept_best_effort)
         if why:
             return self.report(answer.status, why, started, answer)
         why = self._jump(answer.q)
         if why:  # solved, but not to be commanded
             return self.report(REJECTED, why, started, answer)
-        age = now_seconds(self) - stamp_seconds(msg.header.stamp)
+        age = now_seconds(self) - stamp
         if age > self.stale_timeout:  # the answer came too late to act on (and the joints too)
             return self.report(
                 REJECTED,
@@ -265,33 +276,27 @@ class InferenceNode(Node):
             self.on_stream_tick()
         else:
             self._send_joints(command.positions)
-        traj = JointTrajectory(joint_names=self.names)
-        traj.points = [
-            JointTrajectoryPoint(
-                positions=command.positions.tolist(),
-                time_from_start=duration_msg(command.duration),
-            )
-        ]
-        if self.action is not None:
+        positions, duration = command.positions.tolist(), duration_msg(command.duration)
+        if self.action is not None:  # a goal of its own: the action client keeps it
+            traj = JointTrajectory(joint_names=self.names)
+            traj.points = [JointTrajectoryPoint(positions=positions, time_from_start=duration)]
             self.action.send(
                 traj, self.path_tolerance, self.goal_tolerance, self.goal_time_tolerance
             )
         else:
-            self.trajectory_pub.publish(traj)  # header.stamp zero: start now
+            self._point.positions, self._point.time_from_start = positions, duration
+            self.trajectory_pub.publish(self._traj_msg)  # header.stamp zero: start now
         half = command.positions / 2.0  # joint quaternions: (axis sin(q/2), cos(q/2)), x y z w
-        quats = np.concatenate([self.axes * np.sin(half)[:, None], np.cos(half)[:, None]], axis=1)
-        n = self.arm.dof
-        msg = Float64MultiArray(data=quats.reshape(-1).tolist())
-        msg.layout.dim = [
-            MultiArrayDimension(label="joints", size=n, stride=n * 4),
-            MultiArrayDimension(label="xyzw", size=4, stride=4),
-        ]
-        self.quat_pub.publish(msg)
+        quats = np.empty((self.arm.dof, 4))
+        np.multiply(self.axes, np.sin(half)[:, None], out=quats[:, :3])
+        np.cos(half, out=quats[:, 3])
+        self._quat_msg.data = quats.ravel().tolist()
+        self.quat_pub.publish(self._quat_msg)
 
     def _send_joints(self, q) -> None:
-        msg = JointState(name=self.names, position=[float(v) for v in q])
+        msg = self._joint_msg  # names and frame filled once
+        msg.position = np.asarray(q, dtype=float).tolist()
         msg.header.stamp = self.goal_stamp or self.get_clock().now().to_msg()
-        msg.header.frame_id = self.arm.base
         self.command_pub.publish(msg)
 
     def on_stream_tick(self) -> None:
