@@ -100,14 +100,15 @@ class SelfMotionPlanner:
                 self.fast, self.P[k], self.quat(k), through, self.spacing, self.max_step
             )
             other = self.near_singular(k, found)
-            if len(other):  # the stretches through the other seeds too
+            if len(other):  # the stretches through the other seeds too (those swept kept)
                 found = self_motion(
                     self.fast,
                     self.P[k],
                     self.quat(k),
-                    np.vstack([through, other]),
+                    other,
                     self.spacing,
                     self.max_step,
+                    swept=found,
                 )
             return found if len(found) else through
         found, kept, trees = [], [], []  # a k-d tree per stretch walked: no row tested twice

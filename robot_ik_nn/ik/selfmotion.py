@@ -62,12 +62,13 @@ def _revisits(out, upto, q, within, skip) -> bool:
 
 
 @njit(cache=True)
-def sweep(model, p, quat, has_quat, seeds, spacing, max_step, most, scratch, out):
+def sweep(model, p, quat, has_quat, seeds, spacing, max_step, most, scratch, out, done=0):
     """The answers along the self-motion through each exact row of ``seeds`` (S, dof), both
-    ways, into ``out`` (rows from 0; the seeds themselves included): a row every ``spacing``
-    (its largest joint step from the row before, never over ``max_step``). A seed within
-    ``0.75 spacing`` of a row already swept is on a stretch already walked and is skipped.
-    At most ``most`` rows in all (``out`` must hold them). Returns how many rows were written."""
+    ways, into ``out`` (rows from ``done``: the first ``done`` rows were swept before, and count
+    as swept; the seeds themselves included): a row every ``spacing`` (its largest joint step
+    from the row before, never over ``max_step``). A seed within ``0.75 spacing`` of a row
+    already swept is on a stretch already walked and is skipped. At most ``most`` rows in all
+    (``out`` must hold them). Returns how many rows ``out`` holds."""
     chain, cfg, _, _ = parts(model)
     col = collision_parts(model)
     checking = checks(col)
@@ -79,20 +80,12 @@ def sweep(model, p, quat, has_quat, seeds, spacing, max_step, most, scratch, out
     iters = int(cfg[ITERS])
     m = 6 if has_quat else 3
     q, prev, t, v, t0 = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    count = 0
+    count = done
     for s in range(seeds.shape[0]):
         if count >= most:
             break
-        near = False
-        for r in range(count):
-            gap = 0.0
-            for j in range(n):
-                gap = max(gap, abs(out[r, j] - seeds[s, j]))
-            if gap <= 0.75 * spacing:
-                near = True
-                break
-        if near:
-            continue
+        if _revisits(out, count, seeds[s], 0.75 * spacing, -1):
+            continue  # on a stretch already swept
         q[:] = seeds[s]
         pe, re, _ = refine(chain, cfg, q, p, Rt, has_quat, iters, ws, LAM_TRACK, LAM_TRACK)
         if pe > cfg[POS_TOL] or re > cfg[ROT_TOL]:
@@ -165,10 +158,16 @@ def sweep(model, p, quat, has_quat, seeds, spacing, max_step, most, scratch, out
     return count
 
 
-def self_motion(solver, p, quat, seeds, spacing, max_step, most=4000) -> np.ndarray:
-    """The rows of :func:`sweep` for one target (``quat`` None: a position alone)."""
+def self_motion(solver, p, quat, seeds, spacing, max_step, most=4000, swept=None) -> np.ndarray:
+    """The rows of :func:`sweep` for one target (``quat`` None: a position alone). ``swept``:
+    rows of an earlier sweep of the same target, kept first and not swept again (the stretches
+    through ``seeds`` that they lie on are not walked twice)."""
     seeds = np.ascontiguousarray(np.asarray(seeds, dtype=float).reshape(-1, solver.arm.dof))
     out = np.empty((most, solver.arm.dof))
+    done = 0
+    if swept is not None and len(swept):
+        done = min(len(swept), most)
+        out[:done] = np.asarray(swept, dtype=float).reshape(-1, solver.arm.dof)[:done]
     has = quat is not None
     count = sweep(
         solver._model,
@@ -181,5 +180,6 @@ def self_motion(solver, p, quat, seeds, spacing, max_step, most=4000) -> np.ndar
         int(most),
         solver._scratch,
         out,
+        done,
     )
     return out[:count].copy()
