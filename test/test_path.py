@@ -9,6 +9,7 @@ from fk_oracle import BulletFK, matrix_to_quat, rotation_angle
 
 from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.bench.paths import spline_path
+from robot_ik_nn.ik import path_planners
 from robot_ik_nn.ik.layers import distinct
 from robot_ik_nn.ik.path import STREAM_WEIGHTS, SWEEP_EVERY, tracked
 from robot_ik_nn.ik.path_planners import SelfMotionPlanner
@@ -133,3 +134,25 @@ def test_drawn_iiwa_paths_through_the_straight_elbow_are_planned_over_the_sweep(
         if planned == 2:
             break
     assert planned == 2
+
+
+@pytest.mark.parametrize("seed", [1031, 1364])
+def test_niryo_paths_the_walk_lost_are_planned_by_it(monkeypatch, seed):
+    """Niryo One bench paths 1031 and 1364, on which the stream jumps and whose branches the
+    compiled walk lost (only the full policy's tracking, 2.5-3.7 s, found them): planned with the
+    full policy's tracking forbidden, no step over 0.2 rad, every target reached by PyBullet."""
+
+    def full_policy(*args):
+        raise AssertionError("the branches tracked by the full policy")
+
+    monkeypatch.setattr(path_planners, "_onward", full_policy)
+    arm = ArmModel.load("niryo_one")
+    solver = Solver(arm)
+    with BulletFK.of(arm) as oracle:
+        q_path, P, R, Q = bullet_path(arm, oracle, seed)
+        stream, _ = tracked(solver, P, Q, q_path[0])
+        assert np.abs(np.diff(np.vstack([q_path[0], stream]), axis=0)).max() > 0.2, seed
+        path = solver.solve_path(P, Q, start=q_path[0])
+        steps = np.abs(np.diff(np.vstack([q_path[0], path.q]), axis=0)).max(axis=1)
+        assert path.ok and steps.max() <= 0.2, (seed, path.reason)
+        assert reached(oracle, arm, path.q, P, R).all(), seed

@@ -340,14 +340,15 @@ WALK_PREDICT = True
 
 
 @njit(cache=True)
-def walk(model, P, Q, has_quat, ks, q0, max_step, scratch, out, tries=WALK_NEAR_TRIES):
+def walk(model, P, Q, has_quat, ks, q0, max_step, scratch, out, tries, before):
     """Each row of ``q0`` (S, dof) tracked through targets ``ks`` in order (a planner's samples
     along a path, path.py): from the last answer, LM damped as in tracking (where that misses,
-    up to ``tries`` seeds around the last answer), one answer per
-    target into ``out`` (len(ks), S, dof). A sample that misses a target, steps over
-    ``max_step`` on any joint or collides (with a collision model) ends there: its later rows
-    are NaN. One compiled call for a whole stretch of a path, instead of a batch call per
-    target."""
+    up to ``tries`` seeds around the last answer), one answer per target into ``out``
+    (len(ks), S, dof); ``before`` (S, dof): each row's answer to the target before (the row
+    itself where none), for the first step's prediction (WALK_PREDICT). A sample that misses a
+    target, steps over ``max_step`` on any joint or collides (with a collision model) ends
+    there: its later rows are NaN. One compiled call for a whole stretch of a path, instead of
+    a batch call per target."""
     chain, cfg, _, _ = parts(model)
     col = collision_parts(model)
     checking = checks(col)
@@ -363,10 +364,10 @@ def walk(model, P, Q, has_quat, ks, q0, max_step, scratch, out, tries=WALK_NEAR_
             if has_quat:
                 quat_to_matrix(Q[k], Rt)
             pe, re = np.inf, np.inf
-            if WALK_PREDICT and t > 0:  # the step before, taken again: LM has less to do
-                before = q0[s] if t == 1 else out[t - 2, s]
-                for j in range(n):
-                    q[j] = 2.0 * prev[j] - before[j]
+            back = before[s] if t == 0 else (q0[s] if t == 1 else out[t - 2, s])
+            if WALK_PREDICT and (t > 0 or np.any(back != prev)):  # the step before, again:
+                for j in range(n):  # LM has less to do
+                    q[j] = 2.0 * prev[j] - back[j]
                 pe, re, _ = refine(
                     chain, cfg, q, P[k], Rt, has_quat, iters, ws, LAM_TRACK, LAM_TRACK
                 )

@@ -12,10 +12,11 @@ from scipy.spatial import cKDTree
 from . import kernel
 
 
-def walk_samples(fast, P, Q, ks, q, max_step, tries=kernel.WALK_NEAR_TRIES):
+def walk_samples(fast, P, Q, ks, q, max_step, tries=kernel.WALK_NEAR_TRIES, before=None):
     """Rows ``q`` (S, dof) tracked through targets ``ks`` (kernel.walk, with ``fast``'s arm and
-    settings; ``tries`` seeds around the last answer where LM misses from it): (len(ks), S,
-    dof), NaN from where a sample ended."""
+    settings; ``tries`` seeds around the last answer where LM misses from it; ``before``: each
+    row's answer to the target before ``ks``, where known): (len(ks), S, dof), NaN from where a
+    sample ended."""
     ks = np.asarray(ks, dtype=np.int64)
     out = np.empty((len(ks), len(q), fast.arm.dof))
     if len(ks) and len(q):
@@ -31,6 +32,7 @@ def walk_samples(fast, P, Q, ks, q, max_step, tries=kernel.WALK_NEAR_TRIES):
             fast._scratch,
             out,
             int(tries),
+            np.ascontiguousarray(q if before is None else before, dtype=float),
         )
     return out
 

@@ -205,20 +205,23 @@ def branches(
     marks = sorted(set(range(0, n, every)) | {n - 1})
     points = [[] for _ in range(n)]
 
-    def track(q, ks, keep_last):
-        """``q`` tracked through targets ``ks``, each target's survivors kept as its points
-        (the last's only with ``keep_last``); returns those that arrive at the last."""
+    def track(q, ks, keep_last, before=None):
+        """``q`` tracked through targets ``ks`` (``before``: each row's answer to the target
+        before, where known), each target's survivors kept as its points (the last's only with
+        ``keep_last``); returns those that arrive at the last, and their answers before."""
         if onward:
             for t, i in enumerate(ks):
                 q = _onward(fast, P, Q, i, q, max_step)
                 if keep_last or t < len(ks) - 1:
                     points[i].append(q)
-            return q
-        walked = walk_samples(fast, P, Q, ks, q, max_step, tries)
+            return q, q
+        walked = walk_samples(fast, P, Q, ks, q, max_step, tries, before)
         for t, i in enumerate(ks):
             if keep_last or t < len(ks) - 1:
                 points[i].append(finite(walked[t]))
-        return finite(walked[-1])
+        arrived = np.all(np.isfinite(walked[-1]), axis=1)
+        last = walked[-2] if len(ks) > 1 else q
+        return walked[-1][arrived], last[arrived]
 
     def sample(m, arrived):
         """The answers at target ``m``: the distinct ones, the tracked one and the forward
@@ -231,10 +234,19 @@ def branches(
         points[m].append(swept)
         return found, swept  # on an arm with self-motion, its stretches through them too
 
+    def previous(rows, arrived, last):
+        """Each of ``rows``' answer to the target before: an arrived track's, else itself
+        (a walk from it predicts its first step from the track's last)."""
+        known = {row.tobytes(): q for row, q in zip(arrived, last)}
+        return np.array([known.get(row.tobytes(), row) for row in rows]).reshape(rows.shape)
+
     here, swept = sample(marks[0], [])
+    before = swept
     for a, b in zip(marks[:-1], marks[1:]):
-        arrived = track(swept, list(range(a + 1, b + 1)), False)  # forwards (b: sampled next)
+        # forwards (b: sampled next), each track's first step predicted from its last
+        arrived, last = track(swept, list(range(a + 1, b + 1)), False, before)
         here, swept = sample(b, arrived)
+        before = previous(swept, arrived, last)
         track(here, list(range(b - 1, a - 1, -1)), True)  # and backwards, the answers alone
     layer, cost = begin(distinct(np.concatenate(points[0]), 1e-3), start, max_step)
     layers, parents = [layer], []
