@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
-from . import kernel
+from . import walk
 
 
-def walk_samples(fast, P, Q, ks, q, max_step, tries=kernel.WALK_NEAR_TRIES, before=None):
-    """Rows ``q`` (S, dof) tracked through targets ``ks`` (kernel.walk, with ``fast``'s arm and
+def walk_samples(fast, P, Q, ks, q, max_step, tries=walk.WALK_NEAR_TRIES, before=None):
+    """Rows ``q`` (S, dof) tracked through targets ``ks`` (walk.walk, with ``fast``'s arm and
     settings; ``tries`` seeds around the last answer where LM misses from it; ``before``: each
     row's answer to the target before ``ks``, where known): (len(ks), S, dof), NaN from where a
     sample ended."""
@@ -21,7 +21,7 @@ def walk_samples(fast, P, Q, ks, q, max_step, tries=kernel.WALK_NEAR_TRIES, befo
     out = np.empty((len(ks), len(q), fast.arm.dof))
     if len(ks) and len(q):
         quats = np.zeros((len(P), 4)) if Q is None else np.ascontiguousarray(Q, dtype=float)
-        kernel.walk(
+        walk.walk(
             fast._model,
             np.ascontiguousarray(P, dtype=float),
             quats,

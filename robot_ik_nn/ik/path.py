@@ -16,7 +16,7 @@ may leave on the one that later ends at a limit. Given the whole path, this plan
    each stretch of self-motion that holds a sample, ``SWEEP_SPACING`` apart (swept by
    continuation in one compiled call, selfmotion.py; with ``joint``, that joint held at values
    ``spacing`` apart instead). Between two sweeps every sample is walked on target by target,
-   in one compiled call (kernel.walk); a sample that misses its target, steps over
+   in one compiled call (walk.walk); a sample that misses its target, steps over
    ``max_step`` or collides ends there. The cheapest way through these layers from ``start``
    to the last target (dynamic programming: a step over ``max_step`` is forbidden, each step
    costs its squared joint distance, layers.py).

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
-from . import kernel
+from . import walk
 from .layers import begin, distinct, finite, links, walk_samples, way_back
 from .layout import HI, LO, parts
 from .selfmotion import self_motion
@@ -44,7 +44,7 @@ class SelfMotionPlanner:
         self.fast = solver.with_settings(restarts=0, track_limits=0.0)
         self.P, self.Q, self.joint, self.max_step = P, Q, joint, max_step
         self.spacing, self._held = spacing, {}
-        self.tries = SWEEP_TRIES if joint is None else kernel.WALK_NEAR_TRIES
+        self.tries = SWEEP_TRIES if joint is None else walk.WALK_NEAR_TRIES
         if joint is not None:
             lo, hi = solver.arm.lower[joint], solver.arm.upper[joint]
             self.grid = np.arange(lo + 1e-6, hi, spacing)
@@ -128,7 +128,7 @@ class SelfMotionPlanner:
         ``streams`` (n, S, dof): the tracked answers to every target (the first within
         ``max_step`` of ``start``), of one stream or several. Between two marks (``every``
         targets apart) each sample is walked on alone, in one compiled call for the stretch
-        (kernel.walk): its way there is itself, one row per target; at a mark the samples of
+        (walk.walk): its way there is itself, one row per target; at a mark the samples of
         the self-motion through those that arrived and through the streams' answers there
         are linked to the targets before (the cheapest way to each, within a step). The
         streams' stretches keep a way that arrived samples lose: where the path crosses a
@@ -193,14 +193,14 @@ def branches(
     every ``every`` targets the distinct answers (``solutions=k``) and the tracked one are taken
     (with ``walker``, a SelfMotionPlanner, the stretches of self-motion through them too), each
     tracked forwards to the next such target and backwards to the one before, in one compiled
-    call (kernel.walk) per stretch; where a forward and a backward track meet (at the singular
+    call (walk.walk) per stretch; where a forward and a backward track meet (at the singular
     pose, or beside a limit the path presses on) the cheapest way can change from one to the
     other. ``onward``: tracked by the full policy instead, a batch call per target (on the
     Niryo One the compiled walk loses ways this finds, paths 1031 and 1364 of 500; it takes up
     to 15 s where the walk takes 4). None when it finds no way through."""
     fast = solver.with_settings(restarts=0, track_limits=0.0)
     # with self-motion, a track that ends is not the branch's last: its stretch was sampled
-    tries = kernel.WALK_NEAR_TRIES if walker is None else SWEEP_TRIES
+    tries = walk.WALK_NEAR_TRIES if walker is None else SWEEP_TRIES
     n, dof = len(P), len(start)
     marks = sorted(set(range(0, n, every)) | {n - 1})
     points = [[] for _ in range(n)]
