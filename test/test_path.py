@@ -10,7 +10,7 @@ from fk_oracle import BulletFK, matrix_to_quat, rotation_angle
 from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.bench.paths import spline_path
 from robot_ik_nn.ik import path_planners
-from robot_ik_nn.ik.layers import distinct
+from robot_ik_nn.ik.layers import distinct, polished
 from robot_ik_nn.ik.path import STREAM_WEIGHTS, SWEEP_EVERY, tracked
 from robot_ik_nn.ik.path_planners import SelfMotionPlanner
 from robot_ik_nn.ik.selfmotion import self_motion
@@ -72,6 +72,31 @@ def test_distinct_keeps_one_row_of_each_close_group():
     kept = distinct(np.vstack([rows, near]), 1e-3)
     assert 40 <= len(kept) < 50 and len(distinct(rows, 1e-3)) == 40
     assert np.abs(kept[:, None] - rows[None]).max(axis=2).min(axis=1).max() <= 1e-3
+
+
+def test_polish_brings_loose_answers_onto_their_targets_and_leaves_them_in_place(iiwa):
+    """Joints drawn inside the limits, PyBullet's tool poses for them as targets, and the joints
+    moved off by 0.2 mrad (the tool 0.05-0.5 mm off: inside the tolerance, as the planner's
+    loosely stopped samples are): polished, each row lands within 20 um and 0.2 mrad of its
+    target by PyBullet, moved at most 0.01 rad; a NaN row stays NaN."""
+    arm, oracle = iiwa
+    solver = Solver(arm)
+    rng = np.random.default_rng(77)
+    q = arm.lower + (arm.upper - arm.lower) * rng.uniform(0.1, 0.9, (60, arm.dof))
+    P, R = oracle.fk_batch(q)
+    Q = np.array([matrix_to_quat(r) for r in R])
+    loose = q + rng.choice([-2e-4, 2e-4], q.shape)
+    loose[7] = np.nan
+    at, _ = oracle.fk_batch(np.nan_to_num(loose))
+    off = np.delete(np.linalg.norm(at - P, axis=1), 7)
+    assert off.min() > 3e-5 and off.max() < 1e-3  # loose, yet within the tolerance
+    done = polished(solver, P, Q, loose)
+    assert np.isnan(done[7]).all() and np.isnan(loose[7]).all()  # the input left as it was
+    keep = np.arange(len(q)) != 7
+    at, turned = oracle.fk_batch(done[keep])
+    assert np.linalg.norm(at - P[keep], axis=1).max() <= 2e-5
+    assert rotation_angle(turned, R[keep]).max() <= 2e-4
+    assert np.abs(done[keep] - loose[keep]).max() <= 0.01
 
 
 def every_stream_jumps(solver, P, Q, start) -> bool:

@@ -37,6 +37,22 @@ def walk_samples(fast, P, Q, ks, q, max_step, tries=walk.WALK_NEAR_TRIES, before
     return out
 
 
+def polished(solver, P, Q, q):
+    """``q`` (a row per target of ``P``, ``Q``) refined onto its targets down to ``solver``'s
+    stopping error (walk.polish), as a new array."""
+    q = np.array(q, dtype=float)
+    quats = np.zeros((len(P), 4)) if Q is None else np.ascontiguousarray(Q, dtype=float)
+    walk.polish(
+        solver._model,
+        np.ascontiguousarray(P, dtype=float),
+        quats,
+        Q is not None,
+        q,
+        solver._scratch,
+    )
+    return q
+
+
 def finite(q):
     """The rows of ``q`` with no NaN (the samples that walked on)."""
     return q[np.all(np.isfinite(q), axis=1)]

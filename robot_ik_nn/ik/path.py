@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .inputs import joints, rows
+from .layers import polished
 from .path_planners import SelfMotionPlanner, branches
 
 
@@ -110,8 +111,8 @@ def solve_path(
     if jumps and n_dof > task:  # the self-motion swept, or with ``joint``, sampled with it held
         walker = SelfMotionPlanner(solver, P, Q, joint, spacing, max_step)
         path = walker.plan(start, np.stack(streams, 1), SWEEP_EVERY if joint is None else every)
-        if path is not None:
-            q, planned, jumps = path, True, False
+        if path is not None:  # its samples walked with a looser stop: made exact
+            q, planned, jumps = polished(solver, P, Q, path), True, False
     # the branches: where two meet, a way can change from one to another; on an arm with
     # self-motion first without it, then with the stretches through the branches' answers;
     # without, tracked by the compiled walk, then held closer to each target, then by the full
@@ -145,7 +146,8 @@ STREAM_WEIGHTS = (0.01, 0.03, 0.1, 0.0)
 # Targets between two sweeps of the self-motion: a way moves along the self-motion only where the
 # samples are swept (between sweeps each is walked on alone), at most max_step per sweep, while
 # the path's own joints may move 0.05 rad a target along it. On Panda path 1177 25 lost the way
-# at target 125; 2 and 4 found it, 4 in half the time.
+# at target 125; 2 and 4 found it, 4 in half the time. 6 (0.3 rad of the path's own motion
+# between sweeps) lost iiwa 1444 at its start, where its joints move along the self-motion.
 SWEEP_EVERY = 4
 # Near a singular pose an answer within the tolerances (1 mm, 0.01 rad) can lie far from the
 # exact one along the direction the arm hardly moves the tool in: tracked target by target such
