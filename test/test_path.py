@@ -10,7 +10,7 @@ from fk_oracle import BulletFK, matrix_to_quat, rotation_angle
 from robot_ik_nn.arm.model import ArmModel
 from robot_ik_nn.bench.paths import spline_path
 from robot_ik_nn.ik import path_planners
-from robot_ik_nn.ik.layers import distinct, polished
+from robot_ik_nn.ik.layers import distinct, links, polished
 from robot_ik_nn.ik.path import STREAM_WEIGHTS, SWEEP_EVERY, tracked
 from robot_ik_nn.ik.path_planners import SelfMotionPlanner
 from robot_ik_nn.ik.selfmotion import self_motion
@@ -72,6 +72,29 @@ def test_distinct_keeps_one_row_of_each_close_group():
     kept = distinct(np.vstack([rows, near]), 1e-3)
     assert 40 <= len(kept) < 50 and len(distinct(rows, 1e-3)) == 40
     assert np.abs(kept[:, None] - rows[None]).max(axis=2).min(axis=1).max() <= 1e-3
+
+
+def test_links_take_each_answer_the_cheapest_way_within_a_step():
+    """Random layers, judged by a plain loop over every pair: an answer is reached where a row
+    before lies within ``max_step`` on every joint, from the one whose cost plus squared step is
+    least; answers no row reaches are left out."""
+    rng = np.random.default_rng(9)
+    for _ in range(40):
+        layer, prev = rng.uniform(-1, 1, (rng.integers(0, 30), 7)), rng.uniform(-1, 1, (25, 7))
+        cost = rng.random(len(prev))
+        kept, parent, total = links(layer, prev, cost, 0.8)
+        want = {}
+        for i, row in enumerate(layer):
+            ways = [
+                (cost[j] + ((row - before) ** 2).sum(), j)
+                for j, before in enumerate(prev)
+                if np.abs(row - before).max() <= 0.8
+            ]
+            if ways:
+                want[i] = min(ways)
+        assert list(kept) == sorted(want)
+        assert [want[i][1] for i in kept] == list(parent)
+        assert np.allclose([want[i][0] for i in kept], total)
 
 
 def test_polish_brings_loose_answers_onto_their_targets_and_leaves_them_in_place(iiwa):
