@@ -19,7 +19,18 @@ from numba import njit
 from .collision import checks, free
 from .forward import quat_to_matrix
 from .kernel import LAM_TRACK, _damped_step, refine, residual
-from .layout import ITERS, POS_TOL, ROT_TOL, collision_parts, parts, views
+from .layout import (
+    CONTINUOUS,
+    HI,
+    ITERS,
+    LO,
+    POS_TOL,
+    ROT_TOL,
+    TYPE,
+    collision_parts,
+    parts,
+    views,
+)
 
 
 @njit(cache=True)
@@ -42,6 +53,14 @@ def _largest(v):
     for j in range(v.shape[0]):
         biggest = max(biggest, abs(v[j]))
     return biggest
+
+
+@njit(cache=True)
+def _at_a_limit(chain, q) -> bool:
+    for j in range(q.shape[0]):
+        if chain[j, TYPE] != CONTINUOUS and (q[j] <= chain[j, LO] or q[j] >= chain[j, HI]):
+            return True
+    return False
 
 
 @njit(cache=True)
@@ -144,7 +163,10 @@ def sweep(model, p, quat, has_quat, seeds, spacing, max_step, most, scratch, out
                 out[count] = q
                 count += 1
                 # the next direction: the step just taken, projected onto the null space here
-                residual(chain, cfg, q, p, Rt, has_quat, ws[4], ws[6], ws, True)
+                # (refine left q's Jacobian in ws[6], less the columns of joints it held at a
+                # limit: computed again only then)
+                if _at_a_limit(chain, q):
+                    residual(chain, cfg, q, p, Rt, has_quat, ws[4], ws[6], ws, True)
                 for j in range(n):
                     v[j] = q[j] - prev[j]
                 _null(ws[6], m, n, v, ws, t)
