@@ -12,14 +12,14 @@ may leave on the one that later ends at a limit. Given the whole path, this plan
 1. Track from ``start`` target by target. Without a step over ``max_step``, that is the answer.
    On an arm with self-motion, the streams with the self-motion weighed otherwise
    (``STREAM_WEIGHTS``, IKSettings.track_limits) next: a stream costs a few milliseconds.
-2. On an arm with self-motion, sample it: every ``SWEEP_EVERY`` targets, the answers along
-   each stretch of self-motion that holds a sample, ``SWEEP_SPACING`` apart (swept by
-   continuation in one compiled call, selfmotion.py; with ``joint``, that joint held at values
-   ``spacing`` apart instead). Between two sweeps every sample is walked on target by target,
-   in one compiled call (walk.walk); a sample that misses its target, steps over
-   ``max_step`` or collides ends there. The cheapest way through these layers from ``start``
-   to the last target (dynamic programming: a step over ``max_step`` is forbidden, each step
-   costs its squared joint distance, layers.py).
+2. On an arm with self-motion, sample it: every few targets (``SWEEP_EVERY``: 6, then 4 where
+   that finds no way), the answers along each stretch of self-motion that holds a sample,
+   ``spacing`` apart (swept by continuation in one compiled call, selfmotion.py; with ``joint``,
+   that joint held at values ``spacing`` apart instead). Between two sweeps every sample is
+   walked on target by target, in one compiled call (walk.walk); a sample that misses its
+   target, steps over ``max_step`` or collides ends there. The cheapest way through these
+   layers from ``start`` to the last target (dynamic programming: a step over ``max_step`` is
+   forbidden, each step costs its squared joint distance, layers.py), polished onto the targets.
 3. Otherwise (no self-motion, or no way found over it) the branches: every ``every`` targets
    the distinct answers (``solutions=8``) and the tracked one (and, with self-motion, the
    stretches through them), each tracked forwards to the next such target and backwards to
@@ -110,9 +110,11 @@ def solve_path(
     walker = None
     if jumps and n_dof > task:  # the self-motion swept, or with ``joint``, sampled with it held
         walker = SelfMotionPlanner(solver, P, Q, joint, spacing, max_step)
-        path = walker.plan(start, np.stack(streams, 1), SWEEP_EVERY if joint is None else every)
-        if path is not None:  # its samples walked with a looser stop: made exact
-            q, planned, jumps = polished(solver, P, Q, path), True, False
+        for sweeps in SWEEP_EVERY if joint is None else (every,):  # coarser first
+            path = walker.plan(start, np.stack(streams, 1), sweeps)
+            if path is not None:  # its samples walked with a looser stop: made exact
+                q, planned, jumps = polished(solver, P, Q, path), True, False
+                break
     # the branches: where two meet, a way can change from one to another; on an arm with
     # self-motion first without it, then with the stretches through the branches' answers;
     # without, tracked by the compiled walk, then held closer to each target, then by the full
@@ -143,12 +145,15 @@ def solve_path(
 # Panda spline paths the paths that jumped were 6 (0.01), 7 (0.03), 7 (0.1), 17 (0), but not the
 # same ones: 4 jumped in all four, so planning ran on 4 paths instead of 6.
 STREAM_WEIGHTS = (0.01, 0.03, 0.1, 0.0)
-# Targets between two sweeps of the self-motion: a way moves along the self-motion only where the
-# samples are swept (between sweeps each is walked on alone), at most max_step per sweep, while
-# the path's own joints may move 0.05 rad a target along it. On Panda path 1177 25 lost the way
-# at target 125; 2 and 4 found it, 4 in half the time. 6 (0.3 rad of the path's own motion
-# between sweeps) lost iiwa 1444 at its start, where its joints move along the self-motion.
-SWEEP_EVERY = 4
+# Targets between two sweeps of the self-motion, tried in turn: a way moves along the self-motion
+# only where the samples are swept (between sweeps each is walked on alone), at most max_step per
+# sweep, while the path's own joints may move 0.05 rad a target along it. On Panda path 1177 25
+# lost the way at target 125; 2 and 4 found it, 4 in half the time. 6 first: on the 282 iiwa and
+# 259 Panda paths of bench --tracking 500 that plan (with the network) it found a way on all
+# but iiwa 1444 (at its start its own joints move along the self-motion 0.3 rad between sweeps,
+# 0.02 s lost there), in 65 s of CPU against 79 (iiwa) and 45 against 54 (Panda); iiwa 1389,
+# which 4 alone lost (to the branches, 1.19 s), it planned.
+SWEEP_EVERY = (6, 4)
 # Near a singular pose an answer within the tolerances (1 mm, 0.01 rad) can lie far from the
 # exact one along the direction the arm hardly moves the tool in: tracked target by target such
 # answers drift onto the branch beside and jump back later (Niryo One 1209: 0.33 rad at target
