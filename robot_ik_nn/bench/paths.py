@@ -28,7 +28,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from ..arm.rotations import matrix_to_quaternion
-from ..ik.layers import polished, walk_samples
+from ..ik.layers import links, polished, walk_samples
 from ..ik.selfmotion import self_motion
 from ..ik.several_answers import manipulability
 from .measure import judge, one_cpu, progress_bar
@@ -118,6 +118,7 @@ def measure(model, paths: int, targets: int = 1000, network: bool = False, say=N
     walk_samples(solver, P0, Q0, [1, 2], q0[:2], 0.2, 0)  # and sweep
     self_motion(solver, P0[0], None if Q0 is None else Q0[0], q0[:1], 0.1, 0.2)
     polished(solver, P0, Q0, q0)  # a planned way made exact
+    links(q0[:3], q0[:2], np.zeros(2), 0.2)  # and the layers linked
     manipulability(solver._model, np.ascontiguousarray(q0[:2]), np.empty(2))  # reseeding
     solver.solve(P0[1], None if Q0 is None else Q0[1], solutions=8)  # the branches' answers
     solver.with_settings(restarts=0).solve_batch(

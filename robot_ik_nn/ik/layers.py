@@ -87,7 +87,15 @@ def links(layer, prev, cost, max_step):
         cKDTree(prev), max_step, p=np.inf, output_type="ndarray"
     )
     parent, total = np.empty(len(layer), np.int64), np.empty(len(layer))
-    _cheapest(layer, prev, np.asarray(cost, dtype=float), pairs["i"], pairs["j"], parent, total)
+    _cheapest(  # one compiled signature: contiguous float rows, int64 pairs
+        np.ascontiguousarray(layer, dtype=float),
+        np.ascontiguousarray(prev, dtype=float),
+        np.ascontiguousarray(cost, dtype=float),
+        np.ascontiguousarray(pairs["i"], dtype=np.int64),
+        np.ascontiguousarray(pairs["j"], dtype=np.int64),
+        parent,
+        total,
+    )
     kept = np.flatnonzero(parent >= 0)
     return kept, parent[kept], total[kept]
 
