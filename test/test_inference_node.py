@@ -1,5 +1,6 @@
 """inference_node over DDS: real rclpy nodes in their own processes, a probe node in the test."""
 
+import itertools
 import math
 import time
 
@@ -28,6 +29,7 @@ pytestmark = pytest.mark.ros
 ARM = ArmModel.load("niryo_one")
 KIN = Kinematics(ARM, torch.float64)
 TARGET = "/inference_node/target_pose"
+MARKERS = itertools.count()
 
 
 def pose_msg(probe, pos, quat, frame="base_link", stamp=None):
@@ -122,10 +124,8 @@ def drain(probe, timeout=60.0):
     new name, every 5 s: it cannot be lost for good)."""
     probe.paused.clear()
     deadline = time.time() + timeout
-    n = 0
     while time.time() < deadline:
-        n += 1
-        name = f"drain_marker_{id(probe)}_{n}"
+        name = f"drain_marker_{id(probe)}_{next(MARKERS)}"  # never one an earlier drain sent
         probe.publisher.publish(pose_msg(probe, [0.1, 0.0, 0.2], [0, 0, 0, 1.0], frame=name))
         again = min(deadline, time.time() + 5.0)
         while time.time() < again:
@@ -434,3 +434,39 @@ def test_sim_follows_a_joint_trajectory(served):
         return np.abs(np.array(probe.received["/joint_states"][-1].position) - goal).max() < 2e-3
 
     probe.wait_for(at_goal, 15, "the simulated joints at the trajectory's goal")
+
+
+def test_refusals_are_logged_at_most_once_a_second_the_rest_counted(served):
+    """Thirty targets in a frame the node does not serve, at 100 Hz: each refused on
+    ~/status, and on /rosout (the node's log) at most one line a second; the next line logged
+    counts the refusals it left out."""
+    from rcl_interfaces.msg import Log
+
+    probe, _, _ = served
+    probe.listen(Log, "/rosout", QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE))
+    time.sleep(1.5)  # the last refusal logged (a marker's) a second back or more
+
+    def refusals_logged():
+        return [
+            m.msg
+            for m in probe.received["/rosout"]
+            if m.name.endswith("inference_node") and m.msg.startswith("target rejected")
+        ]
+
+    statuses = len(probe.received["/inference_node/status"])
+    started = time.monotonic()
+    for _ in range(30):  # at 100 Hz: the node's ~/target_pose queue keeps 10
+        probe.publisher.publish(pose_msg(probe, [0.1, 0.0, 0.2], [0, 0, 0, 1.0], frame="nowhere"))
+        time.sleep(0.01)
+    drain(probe)
+    took = time.monotonic() - started
+    said = [
+        s.message for m in probe.received["/inference_node/status"][statuses:] for s in m.status
+    ]
+    assert sum("'nowhere'" in s for s in said) == 30  # every one refused, with its reason
+    logged = refusals_logged()
+    assert 1 <= len(logged) <= 1 + int(took), (took, logged)
+    time.sleep(1.1)
+    drain(probe)  # its marker refused a second on: logged, with those left out counted
+    probe.wait_for(lambda: len(refusals_logged()) > len(logged), 10, "the next refusal logged")
+    assert "more refused since the last" in refusals_logged()[-1], refusals_logged()[-1]

@@ -147,7 +147,8 @@ PARAMETERS = {
         0.0,
         "~/target_pose: an answer that moves a joint more than this from the last one commanded "
         "is refused, not commanded (rad; 0: no limit). A stream cannot look ahead, and tracking "
-        "can jump where ~/target_path, given the whole path, would not",
+        "can jump where ~/target_path, given the whole path, would not. With it, restarts "
+        "(whose far answers it would refuse) only where no other answer is found",
         {"lo": 0.0, "hi": 6.3},
     ),
     "choose": (
