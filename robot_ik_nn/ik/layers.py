@@ -21,12 +21,9 @@ def walk_samples(fast, P, Q, ks, q, max_step, tries=walk.WALK_NEAR_TRIES, before
     ks = np.asarray(ks, dtype=np.int64)
     out = np.empty((len(ks), len(q), fast.arm.dof))
     if len(ks) and len(q):
-        quats = np.zeros((len(P), 4)) if Q is None else np.ascontiguousarray(Q, dtype=float)
         walk.walk(
             fast._model,
-            np.ascontiguousarray(P, dtype=float),
-            quats,
-            Q is not None,
+            *_targets(P, Q),
             ks,
             np.ascontiguousarray(q, dtype=float),
             float(max_step),
@@ -42,16 +39,15 @@ def polished(solver, P, Q, q):
     """``q`` (a row per target of ``P``, ``Q``) refined onto its targets down to ``solver``'s
     stopping error (walk.polish), as a new array."""
     q = np.array(q, dtype=float)
-    quats = np.zeros((len(P), 4)) if Q is None else np.ascontiguousarray(Q, dtype=float)
-    walk.polish(
-        solver._model,
-        np.ascontiguousarray(P, dtype=float),
-        quats,
-        Q is not None,
-        q,
-        solver._scratch,
-    )
+    walk.polish(solver._model, *_targets(P, Q), q, solver._scratch)
     return q
+
+
+def _targets(P, Q):
+    """The targets as the compiled calls take them: positions, quaternions (zeros for a
+    position alone) and whether the quaternions count."""
+    quats = np.zeros((len(P), 4)) if Q is None else np.ascontiguousarray(Q, dtype=float)
+    return np.ascontiguousarray(P, dtype=float), quats, Q is not None
 
 
 def finite(q):
