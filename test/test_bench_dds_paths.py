@@ -56,3 +56,26 @@ def test_streamed_paths_are_commanded_exactly_and_without_jumps(niryo_model, thr
     else:  # the gate met the paths' own steps and said so
         assert d["refused"] > 0 and d["paths_with_a_refusal"] >= 1
         assert all("a jump" in k for k in d["refusals"]), d["refusals"]
+
+
+def test_the_node_carries_a_streams_last_step_across_a_singular_pose(niryo_model):
+    """Spline path 1079's own joints cross a singular pose at target 74: a node answering from
+    its last command alone turns back onto the branch that ends at a limit, and its gate refuses
+    the jump there; carrying its last step on (IKSettings.carry_step) it goes across with the path:
+    nothing refused as a jump, every command on its target by PyBullet. (Mutation tried: the
+    node without previous=: refused "a jump" from target 74 on, the test failed.)"""
+    from robot_ik_nn.bench.dds_paths import stream_paths
+
+    r = stream_paths(niryo_model, 1, 120, jump_threshold=0.2, keep_joints=True, first_seed=1079)
+    d = r["dds_paths"]
+    assert not any("a jump" in k for k in d["refusals"]), d["refusals"]
+    row = d["rows"][0]
+    assert row["commanded"] >= 100, row  # a few may come late on a loaded machine, none jump
+    solver = Solver.load(niryo_model)
+    q_path, _, _ = spline_path(solver.arm, solver.forward, 1079, 120)
+    with BulletFK.of(solver.arm) as oracle:
+        for i, q in row["commands"]:
+            p, R = oracle.fk(q)
+            p_want, R_want = oracle.fk(q_path[i])
+            assert np.linalg.norm(p - p_want) <= 1e-3
+            assert rotation_angle(R, R_want) <= 0.01

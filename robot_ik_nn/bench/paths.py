@@ -9,7 +9,8 @@ joints), and a step of the answers over 0.2 rad is the solver's doing. A path ha
 
 Each path is solved twice:
 
-- as a stream, target by target with ``solve(current=, last=)`` from the path's first joints
+- as a stream, target by target with ``solve(current=, last=, previous=)`` from the path's first
+  joints
   (teleoperation, visual servoing, the inference node's ``~/target_pose``: no look ahead);
 - given whole to ``solve_path`` from the same joints.
 
@@ -64,14 +65,17 @@ def streamed(solver, P, Q, start):
     """Each target solved from the last answer, as a stream: answers (NaN rows: none) and the
     seconds of each call."""
     n = len(P)
-    q, seconds, last = np.full((n, solver.arm.dof), np.nan), np.empty(n), start
+    q, seconds, last, previous = np.full((n, solver.arm.dof), np.nan), np.empty(n), start, None
     clock = time.perf_counter
     for i in range(n):
         began = clock()
-        answer = solver.solve(P[i], None if Q is None else Q[i], current=last, last=last)
+        answer = solver.solve(
+            P[i], None if Q is None else Q[i], current=last, last=last, previous=previous
+        )
         seconds[i] = clock() - began
         if answer.q is not None:
-            q[i] = last = answer.q
+            previous, last = last, answer.q
+            q[i] = last
     return q, seconds
 
 
@@ -209,7 +213,8 @@ def format_table(r: dict) -> str:
         "| | paths with a step > 0.2 rad | largest step (rad) | unsolved targets | "
         "time per path, median / p99 / max (s) | per target / per 1,000 targets |\n"
         "|---|---|---|---|---|---|\n"
-        f"| streamed (`solve(current=, last=)`) | {s['paths_with_a_step_over_0.2_rad']} "
+        "| streamed (`solve(current=, last=, previous=)`) | "
+        f"{s['paths_with_a_step_over_0.2_rad']} "
         f"({s['paths_with_a_step_over_0.2_rad_pct']:.1f} %) | {s['max_joint_step_rad']:.3f} | "
         f"{s['unsolved_targets']} | {s['seconds_median']:.3f} / {s['seconds_p99']:.3f} / "
         f"{s['seconds_max']:.3f} | median {s['us_median_per_target']:.1f} µs per target |\n"

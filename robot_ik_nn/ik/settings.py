@@ -22,6 +22,15 @@ pushes on), seeds around the last answer are tried, within 0.05 rad first, then 
 ``track_search`` rad, before seeds anywhere: where the stream must jump, it jumps as little as
 it can find (0, or ``restarts=0``: only the seeds within 0.05 rad).
 
+On an arm with no self-motion for the target (six joints and a pose, three and a position; five
+with a free tool axis), a stream that also gives the answer before the last one
+(``solve(current=, last=, previous=)``) starts from the last answer moved on by its last step,
+where no joint moved more than ``carry_step`` (0 turns it off): where the path crosses a singular
+pose (the elbow stretched, the wrist straight) the answers go on across with it, as the arm's own
+joints do, instead of turning back onto the branch they came on, which can end at a joint limit
+further on (a jump). A redundant arm's steps are not carried: their self-motion would be carried
+with them (docs/design_notes.md).
+
 ``collision_check`` makes an answer that puts the arm into collision with itself (or an obstacle
 given to the solver) no solution: the search goes on for a free one (collision.py).
 """
@@ -75,6 +84,7 @@ class IKSettings:
     collision_pairs: str = ""  # an SRDF whose disable_collisions are the pairs left out
     track_limits: float = 0.01  # rad per target at most: tracking's self-motion away from limits
     track_search: float = 0.6  # rad: how far around the last answer a stuck stream seeks first
+    carry_step: float = 0.2  # rad: a stream's last step carried on where no joint moved more
 
     def __post_init__(self):
         for name in (
@@ -92,7 +102,7 @@ class IKSettings:
                 raise ValueError(
                     f"IKSettings.{name} must be a positive finite number, got {value!r}"
                 )
-        for name in ("margin", "collision_margin", "track_limits", "track_search"):
+        for name in ("margin", "collision_margin", "track_limits", "track_search", "carry_step"):
             value = getattr(self, name)
             if not (_number(value) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"IKSettings.{name} must be a finite number >= 0, got {value!r}")

@@ -94,7 +94,7 @@ class Solver(Variants):
         self._net_reads_current = self.network is not None and bool(
             net.meta[network_forward.NM_TRACK]
         )
-        self._warm = [np.zeros((k, n)) for k in range(3)]
+        self._warm = [np.zeros((k, n)) for k in range(4)]
         self.origin = self.arm.joints[0].origin[:3, 3].copy()
         self.max_reach = float(self._model[int(self._model[4]) + layout.REACH])
 
@@ -176,13 +176,16 @@ class Solver(Variants):
         *,
         current=None,
         last=None,
+        previous=None,
         solutions: int | None = None,
         order: str = "nearest",
         patience: int | None = None,
         free_axis: str | None = None,
     ):
         """One target. ``current``: the arm's joints (a warm start and a tracking network's input);
-        ``last``: the previous answer (the freshest warm start).
+        ``last``: the previous answer (the freshest warm start); ``previous``: the answer before
+        ``last`` in a stream: on an arm without self-motion the last step is carried on
+        (``IKSettings.carry_step``; settings.py says why).
 
         With ``solutions=K``: a list of up to K distinct answers (several_answers.py: "distinct"),
         ordered by ``order`` (``nearest`` to ``current``, else to mid-range; ``mid_range``;
@@ -198,6 +201,7 @@ class Solver(Variants):
                 quaternion,
                 current=current,
                 last=last,
+                previous=previous,
                 solutions=solutions,
                 order=order,
                 patience=patience,
@@ -221,6 +225,8 @@ class Solver(Variants):
             current = checked
         if last is not None and last is not current:
             last = joints(last, self._dof, "last")
+        if previous is not None:
+            previous = joints(previous, self._dof, "previous")
         if solutions is not None:
             from .several_answers import solve_several
 
@@ -236,6 +242,10 @@ class Solver(Variants):
         else:
             warm = self._warm[2]
             warm[0], warm[1] = last, current
+        if previous is not None and last is not None and self._carries(has_quat, last, previous):
+            ahead, warm = warm, self._warm[len(warm) + 1]  # the last step carried on, first
+            warm[1:] = ahead
+            np.subtract(2.0 * last, previous, out=warm[0])
         has_cur = current is not None
         cur = self._cur
         if has_cur and self._net_reads_current:  # else the kernel never reads it
@@ -260,6 +270,15 @@ class Solver(Variants):
         )
         answer.seconds = time.perf_counter() - started
         return answer
+
+    def _carries(self, has_quat: bool, last, previous) -> bool:
+        """Whether a stream's last step is carried on: where the arm has no self-motion for the
+        target's kind (its joints no more than the pose's numbers; a redundant arm's step would
+        carry its self-motion with it), and no joint moved more than ``IKSettings.carry_step``
+        (a larger step is a new goal, not a motion to go on with)."""
+        numbers = (5 if self.settings.free_axis else 6) if has_quat else 3
+        most = self.settings.carry_step
+        return self._n <= numbers and most > 0 and float(np.abs(last - previous).max()) <= most
 
     def _collides(self, q) -> bool:
         """Whether joints ``q`` collide, by this solver's collision model (False without one)."""

@@ -117,6 +117,7 @@ class InferenceNode(StatusReports, Node):
         self.current = None  # (joints, receive time)
         self.joint_problem = ""  # why the last /joint_states message was not usable
         self.last_solution = None
+        self.previous_solution = None  # the one before: a stream's last step (IKSettings)
         self.setpoint = None
         self.stream_goal = None
         self.stream_arrived = None  # when the stream's setpoint reached its goal
@@ -233,12 +234,13 @@ class InferenceNode(StatusReports, Node):
             )[0]  # fmt: skip
         else:
             near = self.jump_threshold and self.last_solution is not None
+            last, previous = self.last_solution, self.previous_solution
             answer = (self.near_solver if near else self.solver).solve(
-                position, quat, current=current, last=self.last_solution
+                position, quat, current=current, last=last, previous=previous
             )
             if near and answer.status != SOLVED:  # none near: the whole search, as without
                 answer = self.solver.solve(
-                    position, quat, current=current, last=self.last_solution
+                    position, quat, current=current, last=last, previous=previous
                 )
         why = not_commanded(answer, self.accept_best_effort)
         if why:
@@ -264,7 +266,7 @@ class InferenceNode(StatusReports, Node):
                 started,
                 answer,
             )
-        self.last_solution = command.positions
+        self.previous_solution, self.last_solution = self.last_solution, command.positions
         self.goal_stamp = msg.header.stamp  # an arm node refuses goals from before ~/resume
         self.publish(command, current)
         self.report(answer.status, answer.reason, started, answer, command.duration)
