@@ -156,8 +156,8 @@ def test_a_six_joint_stream_carries_its_last_step_across_singular_poses(niryo):
     last answer alone turns back onto the branch it came on, which ends at a joint limit later (a
     jump); with the last step carried on (IKSettings.carry_step, ``previous=``) it goes on across
     with the path. Seen here: 16 of the 100 jump without, 1 with; held to at most 3 with, and at
-    least 10 fewer; every answer exact by PyBullet. (Mutation tried: Solver._carries always
-    False: 16 jumped with, the test failed.)"""
+    least 10 fewer; every answer exact by PyBullet. (Mutation tried: Solver._carries
+    (False, False): 16 jumped with, the test failed.)"""
     arm, oracle = niryo
     carried = Solver(arm)
     assert carried.settings.carry_step > 0.05  # on by default, above the paths' own steps

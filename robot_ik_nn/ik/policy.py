@@ -86,6 +86,20 @@ NEAR_RUNGS = (0.0, 0.25, 0.5, 1.0)
 
 
 @njit(cache=True)
+def carried(last, previous, most, warm, ahead) -> bool:
+    """A stream's warm starts ``warm`` with ``last`` moved on by its step from ``previous`` ahead
+    of them, into ``ahead`` (one row more); False, ``ahead`` unfinished, where a joint moved more
+    than ``most`` (IKSettings.carry_step: a new goal, not a motion to go on with)."""
+    for j in range(last.shape[0]):
+        step = last[j] - previous[j]
+        if abs(step) > most:
+            return False
+        ahead[0, j] = last[j] + step
+    ahead[1:] = warm
+    return True
+
+
+@njit(cache=True)
 def verdict(cfg, pt, quat, has_quat):
     """verdicts.check with this solver's arm and settings."""
     origin = cfg[OX : OZ + 1]

@@ -95,6 +95,11 @@ class Solver(Variants):
             net.meta[network_forward.NM_TRACK]
         )
         self._warm = [np.zeros((k, n)) for k in range(4)]
+        # a stream's last step is carried on where the arm has no self-motion for the target's
+        # kind: its joints no more than the pose's numbers (a position; a pose), see _carry
+        on, pose = self.settings.carry_step > 0, 5 if self.settings.free_axis else 6
+        self._carries = (on and n <= 3, on and n <= pose)  # [has_quat]
+        self._most = float(self.settings.carry_step)
         self.origin = self.arm.joints[0].origin[:3, 3].copy()
         self.max_reach = float(self._model[int(self._model[4]) + layout.REACH])
 
@@ -242,10 +247,8 @@ class Solver(Variants):
         else:
             warm = self._warm[2]
             warm[0], warm[1] = last, current
-        if previous is not None and last is not None and self._carries(has_quat, last, previous):
-            ahead, warm = warm, self._warm[len(warm) + 1]  # the last step carried on, first
-            warm[1:] = ahead
-            np.subtract(2.0 * last, previous, out=warm[0])
+        if previous is not None and last is not None and self._carries[has_quat]:
+            warm = self._carry(warm, last, previous)
         has_cur = current is not None
         cur = self._cur
         if has_cur and self._net_reads_current:  # else the kernel never reads it
@@ -271,14 +274,13 @@ class Solver(Variants):
         answer.seconds = time.perf_counter() - started
         return answer
 
-    def _carries(self, has_quat: bool, last, previous) -> bool:
-        """Whether a stream's last step is carried on: where the arm has no self-motion for the
-        target's kind (its joints no more than the pose's numbers; a redundant arm's step would
-        carry its self-motion with it), and no joint moved more than ``IKSettings.carry_step``
-        (a larger step is a new goal, not a motion to go on with)."""
-        numbers = (5 if self.settings.free_axis else 6) if has_quat else 3
-        most = self.settings.carry_step
-        return self._n <= numbers and most > 0 and float(np.abs(last - previous).max()) <= most
+    def _carry(self, warm, last, previous):
+        """The warm starts with ``last`` moved on by its last step ahead of them (policy.carried),
+        unless a joint moved more than ``IKSettings.carry_step``. Only where the arm has no
+        self-motion (``_carries``): a redundant arm's step would carry its self-motion on with it
+        (docs/design_notes.md)."""
+        ahead = self._warm[len(warm) + 1]
+        return ahead if policy.carried(last, previous, self._most, warm, ahead) else warm
 
     def _collides(self, q) -> bool:
         """Whether joints ``q`` collide, by this solver's collision model (False without one)."""
@@ -335,7 +337,7 @@ class Solver(Variants):
         p, R = self.forward(mid)
         quat = matrix_to_quaternion(R[0]) if self.mode == "pose" else None
         self.solve(p[0], quat)
-        self.solve(p[0], quat, current=mid, last=mid)
+        self.solve(p[0], quat, current=mid, last=mid, previous=mid)  # a stream's step carried
         if self.settings.refines:
             self.solve(p[0], quat, current=mid, solutions=2)
         return time.perf_counter() - started
