@@ -118,6 +118,7 @@ def measure(model, paths: int, targets: int = 1000, network: bool = False, say=N
     q0, P0, R0 = spline_path(arm, solver.forward, 0, 20)  # compiled before anything is timed
     Q0 = matrix_to_quaternion(R0) if pose else None
     solver.solve(P0[1], None if Q0 is None else Q0[1], current=q0[0])
+    solver.solve(P0[2], None if Q0 is None else Q0[2], current=q0[1], last=q0[1], previous=q0[0])
     walk_samples(solver, P0, Q0, [1, 2], q0[:2], 0.2)  # the planners' compiled walk
     walk_samples(solver, P0, Q0, [1, 2], q0[:2], 0.2, 0)  # and sweep
     self_motion(solver, P0[0], None if Q0 is None else Q0[0], q0[:1], 0.1, 0.2)
