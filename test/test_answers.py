@@ -172,12 +172,14 @@ def test_tracking_stays_on_its_branch(solver):
 
 
 def track(solver, P, Q, start):
-    """Each target warm-started from the last answer; every one must be solved."""
-    last, answers = start, []
+    """Each target warm-started from the last answer, and the one before it (a stream's step
+    carried on where the arm has no self-motion); every one must be solved."""
+    last, previous, answers = start, None, []
     for p, q in zip(P, Q):
-        answer = solver.solve(p, q, current=last, last=last)
+        answer = solver.solve(p, q, current=last, last=last, previous=previous)
         assert answer.solved
-        answers.append(last := answer.q)
+        previous, last = last, answer.q
+        answers.append(last)
     return np.array(answers)
 
 
@@ -259,8 +261,9 @@ def test_a_known_path_changes_branch_where_two_meet(niryo):
     leave the path's own branch where two meet at a singular pose, and that branch ends at the
     third joint's limit (a 0.35 rad jump at target 262 when this was written). Given the whole
     path, solve_path takes the branches' answers, tracks them both ways and changes branch
-    where they meet."""
-    solver = Solver(niryo)
+    where they meet. (The stream's step not carried, carry_step 0: carried, it crosses with the
+    path, and the branches would not be asked.)"""
+    solver = Solver(niryo, settings=IKSettings(carry_step=0.0))
     q_path, P, R = tracking_path(niryo, solver.forward, 1000, seed=184)
     held_to_what_solve_path_says(solver, q_path, P, R)
 

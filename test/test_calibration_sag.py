@@ -132,6 +132,17 @@ def test_served_answers_are_joints_to_command(niryo_folder, tmp_path):
     assert np.abs(batch.q - comp.effective(batch.q))[batch.solved].max() > 1e-3  # they differ
     one = solver.solve(p[0], quat[0], current=q[0])
     assert one.status == "solved" and np.allclose(solver.forward(one.q)[0][0], p[0], atol=1e-3)
+    # a stream's joints (current, last, previous) are commanded ones too: the kernel is given
+    # the effective ones, all three (the carried step between two commanded joints otherwise)
+    near = q[0] + 0.01
+    pn, Rn = Solver(arm).forward(comp.effective(near))
+    qn = Rotation.from_matrix(Rn).as_quat()
+    streamed = solver.solve(pn[0], qn[0], current=q[0], last=q[0], previous=q[0] - 0.01)
+    eff = comp.effective
+    rigid = Solver.solve(solver, pn[0], qn[0], current=eff(q[0]), last=eff(q[0]),
+                         previous=eff(q[0] - 0.01))  # fmt: skip
+    assert streamed.status == "solved"
+    np.testing.assert_array_equal(streamed.q, comp.command(rigid.q))
     several = solver.solve(p[1], quat[1], solutions=3)
     for answer in several:
         assert np.linalg.norm(solver.forward(answer.q)[0][0] - p[1]) < 1e-3

@@ -4,8 +4,8 @@ The compiled kernel solves the rigid calibrated arm (its URDF) for the joints th
 then the joints to command follow in one explicit step, ``q_cmd = q - c tau(q)`` (compliance.py),
 so the arm, sagging under its own weight, lands on the joints the kernel found. Limits are
 checked on the joints commanded (an answer whose command leaves them is not "solved"),
-collisions on the pose the arm takes. ``forward`` takes commanded joints; ``current`` and
-``last`` are commanded joints too (as the arm's driver reports them).
+collisions on the pose the arm takes. ``forward`` takes commanded joints; ``current``,
+``last`` and ``previous`` are commanded joints too (as the arm's driver reports them).
 """
 
 from __future__ import annotations
@@ -53,15 +53,16 @@ class CompliantSolver:
     def _taken(self, q):
         return None if q is None else self.compliance.effective(np.asarray(q, float))
 
-    def solve(self, position, quaternion=None, *, current=None, last=None, free_axis=None,
-              **kw):
+    def solve(self, position, quaternion=None, *, current=None, last=None, previous=None,
+              free_axis=None, **kw):
         if free_axis is not None and free_axis != self.settings.free_axis:
             return self._variant(free_axis).solve(
-                position, quaternion, current=current, last=last, **kw
+                position, quaternion, current=current, last=last, previous=previous, **kw
             )
         got = super().solve(
-            position, quaternion, current=self._taken(current), last=self._taken(last), **kw
-        )
+            position, quaternion, current=self._taken(current), last=self._taken(last),
+            previous=self._taken(previous), **kw,
+        )  # fmt: skip
         for answer in got if isinstance(got, list) else [got]:
             self._to_command(answer)
         return got

@@ -163,16 +163,20 @@ TIGHTER = 0.01
 
 
 def tracked(solver, P, Q, start):
-    """Each target solved from the last answer (the first from ``start``), as a stream is:
-    the answers (NaN rows where rejected) and whether each was solved."""
+    """Each target solved from the last answer (the first from ``start``), as a stream is, its
+    last step carried on (``previous=``, IKSettings.carry_step): the answers (NaN rows where
+    rejected) and whether each was solved."""
     q = np.full((len(P), solver.arm.dof), np.nan)
     solved = np.zeros(len(P), bool)
-    last = start
+    last, previous = start, None
     for i in range(len(P)):
-        answer = solver.solve(P[i], None if Q is None else Q[i], current=last, last=last)
+        answer = solver.solve(
+            P[i], None if Q is None else Q[i], current=last, last=last, previous=previous
+        )
         solved[i] = answer.solved
         if answer.q is not None:
-            q[i] = last = answer.q
+            previous, last = last, answer.q
+            q[i] = last
     return q, solved
 
 
