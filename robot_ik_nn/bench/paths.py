@@ -30,6 +30,7 @@ from scipy.interpolate import CubicSpline
 
 from ..arm.rotations import matrix_to_quaternion
 from ..ik.layers import links, polished, walk_samples
+from ..ik.path import tracked
 from ..ik.selfmotion import self_motion
 from ..ik.several_answers import manipulability
 from .measure import judge, one_cpu, progress_bar
@@ -62,20 +63,10 @@ def spline_path(arm, fk, seed: int, targets: int = 1000, step_m=0.005, own_step=
 
 
 def streamed(solver, P, Q, start):
-    """Each target solved from the last answer, as a stream: answers (NaN rows: none) and the
-    seconds of each call."""
-    n = len(P)
-    q, seconds, last, previous = np.full((n, solver.arm.dof), np.nan), np.empty(n), start, None
-    clock = time.perf_counter
-    for i in range(n):
-        began = clock()
-        answer = solver.solve(
-            P[i], None if Q is None else Q[i], current=last, last=last, previous=previous
-        )
-        seconds[i] = clock() - began
-        if answer.q is not None:
-            previous, last = last, answer.q
-            q[i] = last
+    """Each target solved from the last answer, as a stream (ik/path.py ``tracked``): answers
+    (NaN rows: none) and the seconds of each call."""
+    seconds = np.empty(len(P))
+    q, _ = tracked(solver, P, Q, start, seconds)
     return q, seconds
 
 

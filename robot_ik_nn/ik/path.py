@@ -162,17 +162,20 @@ SWEEP_EVERY = (6, 4)
 TIGHTER = 0.01
 
 
-def tracked(solver, P, Q, start):
+def tracked(solver, P, Q, start, seconds=None):
     """Each target solved from the last answer (the first from ``start``), as a stream is, its
     last step carried on (``previous=``, IKSettings.carry_step): the answers (NaN rows where
-    rejected) and whether each was solved."""
+    rejected) and whether each was solved. ``seconds`` (n,): each call's time written there."""
     q = np.full((len(P), solver.arm.dof), np.nan)
     solved = np.zeros(len(P), bool)
-    last, previous = start, None
+    last, previous, clock = start, None, time.perf_counter
     for i in range(len(P)):
+        began = clock() if seconds is not None else 0.0
         answer = solver.solve(
             P[i], None if Q is None else Q[i], current=last, last=last, previous=previous
         )
+        if seconds is not None:
+            seconds[i] = clock() - began
         solved[i] = answer.solved
         if answer.q is not None:
             previous, last = last, answer.q
