@@ -470,3 +470,17 @@ def test_refusals_are_logged_at_most_once_a_second_the_rest_counted(served):
     drain(probe)  # its marker refused a second on: logged, with those left out counted
     probe.wait_for(lambda: len(refusals_logged()) > len(logged), 10, "the next refusal logged")
     assert "more refused since the last" in refusals_logged()[-1], refusals_logged()[-1]
+
+
+def test_a_step_is_carried_only_along_a_stream():
+    """The node carries its last step on (IKSettings.carry_step) only while targets come as a
+    stream, each within STREAM_GAP_S of the one before: not from the first target or a path's
+    end, not after a pause, not for goals sent one by one."""
+    from robot_ik_nn.nodes.inference_node import STREAM_GAP_S, goes_on
+
+    dt = 0.005  # 200 Hz
+    assert goes_on(10.0, 10.0 - dt, dt)
+    assert not goes_on(10.0, None, math.inf)  # nothing commanded yet, or a path's end
+    assert not goes_on(10.0, 10.0 - dt, math.inf)  # the second target of a stream
+    assert not goes_on(10.0, 10.0 - 2 * STREAM_GAP_S, dt)  # after a pause
+    assert not goes_on(10.0, 10.0 - dt, 2 * STREAM_GAP_S)  # the last one came after a pause

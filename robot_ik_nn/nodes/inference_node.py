@@ -64,6 +64,18 @@ from .path_target import serve_path
 from .robot_description import check_robot_description
 from .trajectory_action import TrajectoryAction
 
+STREAM_GAP_S = 0.25  # s: targets this close in time make a stream, whose last step is carried
+
+
+def goes_on(stamp: float, last_stamp, last_gap: float) -> bool:
+    """Whether a target stamped ``stamp`` goes on a stream (its joints' last step carried on,
+    IKSettings.carry_step): it came within STREAM_GAP_S of the last commanded target, and that
+    one within STREAM_GAP_S of the one before (``last_gap``). A target after a pause, or goals
+    sent one by one, are no motion to carry on."""
+    if last_stamp is None:
+        return False
+    return stamp - last_stamp <= STREAM_GAP_S and last_gap <= STREAM_GAP_S
+
 
 class InferenceNode(StatusReports, Node):
     def __init__(self, **kwargs):
@@ -118,6 +130,7 @@ class InferenceNode(StatusReports, Node):
         self.joint_problem = ""  # why the last /joint_states message was not usable
         self.last_solution = None
         self.previous_solution = None  # the one before: a stream's last step (IKSettings)
+        self.last_stamp, self.last_gap = None, math.inf  # its target's stamp, and the gap before
         self.setpoint = None
         self.stream_goal = None
         self.stream_arrived = None  # when the stream's setpoint reached its goal
@@ -234,7 +247,9 @@ class InferenceNode(StatusReports, Node):
             )[0]  # fmt: skip
         else:
             near = self.jump_threshold and self.last_solution is not None
-            last, previous = self.last_solution, self.previous_solution
+            last = self.last_solution
+            on = goes_on(stamp, self.last_stamp, self.last_gap)
+            previous = self.previous_solution if on else None
             answer = (self.near_solver if near else self.solver).solve(
                 position, quat, current=current, last=last, previous=previous
             )
@@ -267,6 +282,8 @@ class InferenceNode(StatusReports, Node):
                 answer,
             )
         self.previous_solution, self.last_solution = self.last_solution, command.positions
+        gap = math.inf if self.last_stamp is None else stamp - self.last_stamp
+        self.last_stamp, self.last_gap = stamp, gap
         self.goal_stamp = msg.header.stamp  # an arm node refuses goals from before ~/resume
         self.publish(command, current)
         self.report(answer.status, answer.reason, started, answer, command.duration)

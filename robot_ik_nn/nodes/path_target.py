@@ -63,7 +63,7 @@ def serve_path(node, msg) -> None:
         for c in commands
     ]
     node.trajectory_pub.publish(traj)  # header.stamp zero: start now
-    node.previous_solution = commands[-2].positions if len(commands) > 1 else None
+    node.previous_solution, node.last_stamp = None, None  # a stream starts afresh from here
     node.last_solution = commands[-1].positions
     words = f"path of {len(P)} poses, largest joint step {path.max_step:.3f} rad" + (
         ", planned where tracking would jump" if path.planned else ""
