@@ -50,11 +50,16 @@ def largest_step(start, q):
     return float(np.abs(np.diff(np.vstack([start, q]), axis=0)).max())
 
 
-@pytest.fixture(scope="module")
-def panda():
-    arm = ArmModel.load("franka_panda")
+def arm_and_oracle(name):
+    """The arm and PyBullet's forward kinematics of it, for a module's tests."""
+    arm = ArmModel.load(name)
     with BulletFK.of(arm) as oracle:
         yield arm, oracle
+
+
+@pytest.fixture(scope="module")
+def panda():
+    yield from arm_and_oracle("franka_panda")
 
 
 def test_a_redundant_arm_streams_more_paths_without_a_jump(panda):
@@ -145,9 +150,7 @@ def test_a_stuck_stream_jumps_to_the_nearest_answer_it_finds(panda):
 
 @pytest.fixture(scope="module")
 def niryo():
-    arm = ArmModel.load("niryo_one")
-    with BulletFK.of(arm) as oracle:
-        yield arm, oracle
+    yield from arm_and_oracle("niryo_one")
 
 
 def test_a_six_joint_stream_carries_its_last_step_across_singular_poses(niryo):
