@@ -1,5 +1,5 @@
 """robot_ik_nn: a neural network learns a robot arm's inverse kinematics by reward, and a compiled
-solver turns its proposals into exact joint angles.
+solver turns its proposals into exact joint angles::
 
     import robot_ik_nn
 
@@ -19,7 +19,7 @@ needs only the base install. Training (``robot_ik_nn.learn.training``) needs tor
 (``robot_ik_nn.nodes``) need rclpy.
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"  # as package.xml and setup.py (test_package checks)
 
 __all__ = [
     "load",

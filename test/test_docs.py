@@ -29,6 +29,16 @@ def test_the_readme_links_to_files_that_exist():
         assert (ROOT / target).exists(), f"the README links to {target}, which is not there"
 
 
+def test_the_files_the_readme_commands_name_are_shipped():
+    """A newcomer copies the quickstart's commands: every example file they read is in the
+    repository (not the model folders they write, nor the measurements of their own arm)."""
+    named = set(re.findall(r"--path\s+(\S+)", README))
+    named |= set(re.findall(r"\b((?:examples|config|urdf|launch)/[\w./-]+\.\w+)", README))
+    assert named, "the pattern found no file in the README's commands"
+    for name in named:
+        assert (ROOT / name).is_file(), f"the README's commands read {name}, which is not shipped"
+
+
 def test_the_readme_names_every_extra_of_setup_py():
     extras = re.search(r"extras_require=\{(.*?)\n    \},", (ROOT / "setup.py").read_text(), re.S)
     for name in re.findall(r'^        "(\w+)": ', extras.group(1), re.M):
@@ -53,3 +63,9 @@ def test_the_docs_build_with_warnings_as_errors(tmp_path):
     api = (tmp_path / "html" / "api.html").read_text()
     for name in ("robot_ik_nn.load", "robot_ik_nn.for_arm", "Solver.solve_batch", "IKSettings"):
         assert name in api, f"the API reference lacks {name}"
+    # the package docstring's example is code on the page, not a paragraph of run-on text
+    first = re.search(r"<pre>(.*?)</pre>", api, re.S)
+    assert first and "robot_ik_nn.load" in re.sub(r"<[^>]+>", "", first.group(1)), (
+        "the API page's first example does not render as a code block"
+    )
+    assert (tmp_path / "html" / "quickstart.html").exists(), "no install/quickstart page"

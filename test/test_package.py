@@ -197,3 +197,12 @@ def test_colcon_build_installs_executables_and_shared_files(tmp_path):
     )
     assert probe.returncode == 0, probe.stderr
     assert Path(probe.stdout.strip()) == share
+
+
+def test_one_version_everywhere():
+    """package.xml, setup.py and robot_ik_nn.__version__ name the same release."""
+    import robot_ik_nn
+
+    xml = ET.parse(ROOT / "package.xml").getroot().findtext("version")
+    setup = re.search(r'version="([^"]+)"', (ROOT / "setup.py").read_text()).group(1)
+    assert xml == setup == robot_ik_nn.__version__, (xml, setup, robot_ik_nn.__version__)
