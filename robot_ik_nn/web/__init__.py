@@ -1,0 +1,8 @@
+"""The solver for a web page or Node, without a Python process behind it: what the JavaScript
+module in ``web/`` (the repository's folder: ``web/src/ik.js``) reads.
+
+- ``model.py``: ``web_model(solver)`` and ``write_web_model(solver, path)``, a solver's packed
+  model buffer and network weights as one JSON file (``model.web.json``) with the names of its
+  layout, so that the JavaScript solver reads the arm, the settings and the network exactly as
+  the compiled kernel does.
+"""

@@ -1,0 +1,185 @@
+// The network's forward pass for one target: the port of network_forward.net_forward (the yaw
+// symmetry, the tracking inputs, the heads squashed into the limits). Weights are float32 as
+// trained, every sum float64, as in the Python kernel and its numpy backend.
+
+import { pymod } from './kernel.js';
+
+const TWO_PI = 2 * Math.PI;
+
+/** What the forward pass reads, from a parsed model file (model.js). */
+export class Net {
+  constructor(spec) {
+    const m = spec.model;
+    const M = spec.layout.meta;
+    const o = spec.starts[2];
+    const dof = spec.dof;
+    this.dof = dof;
+    this.heads = spec.heads;
+    this.pose = m[o + M.NM_POSE] > 0;
+    this.track = m[o + M.NM_TRACK] > 0;
+    this.yaw = m[o + M.NM_YAW] > 0;
+    this.j1R = m.slice(o + M.NM_J1R, o + M.NM_J1R + 9);
+    this.j1p = m.slice(o + M.NM_J1P, o + M.NM_J1P + 3);
+    this.basis = m.slice(o + M.NM_BASIS, o + M.NM_BASIS + 9);
+    this.center = m.slice(o + M.NM_CENTER, o + M.NM_CENTER + 3);
+    this.scale = m.slice(o + M.NM_SCALE, o + M.NM_SCALE + 3);
+    const lim = o + M.NM_LIMITS;
+    this.lo = m.slice(lim, lim + dof);
+    this.hi = m.slice(lim + dof, lim + 2 * dof);
+    this.cont = new Uint8Array(dof);
+    for (let j = 0; j < dof; j++) this.cont[j] = m[lim + 2 * dof + j] > 0 ? 1 : 0;
+    const sizes = spec.sizes;
+    this.layers = sizes.length - 1;
+    this.sizes = Int32Array.from(sizes);
+    this.wOff = new Int32Array(Math.max(this.layers, 1));
+    this.bOff = new Int32Array(Math.max(this.layers, 1));
+    let w = 0;
+    for (let l = 0; l < this.layers; l++) w += sizes[l] * sizes[l + 1];
+    let b = w;
+    w = 0;
+    for (let l = 0; l < this.layers; l++) {
+      this.wOff[l] = w;
+      this.bOff[l] = b;
+      w += sizes[l] * sizes[l + 1];
+      b += sizes[l + 1];
+    }
+    this.w = spec.netw; // Float32Array: weights, then biases
+    const width = spec.width;
+    this.a1 = new Float64Array(width);
+    this.a2 = new Float64Array(width);
+  }
+}
+
+/** y = W x + b over one layer (then SiLU), four rows at a time. */
+function layer(w, wo, bo, nin, nout, x, y, act) {
+  let o = 0;
+  for (; o + 4 <= nout; o += 4) {
+    let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    const r0 = wo + o * nin;
+    const r1 = r0 + nin;
+    const r2 = r1 + nin;
+    const r3 = r2 + nin;
+    for (let i = 0; i < nin; i++) {
+      const xi = x[i];
+      s0 += w[r0 + i] * xi;
+      s1 += w[r1 + i] * xi;
+      s2 += w[r2 + i] * xi;
+      s3 += w[r3 + i] * xi;
+    }
+    y[o] = s0 + w[bo + o];
+    y[o + 1] = s1 + w[bo + o + 1];
+    y[o + 2] = s2 + w[bo + o + 2];
+    y[o + 3] = s3 + w[bo + o + 3];
+  }
+  for (; o < nout; o++) {
+    let s = 0;
+    const r = wo + o * nin;
+    for (let i = 0; i < nin; i++) s += w[r + i] * x[i];
+    y[o] = s + w[bo + o];
+  }
+  if (act) {
+    for (let i = 0; i < nout; i++) {
+      const v = y[i];
+      y[i] = v / (1 + Math.exp(-v));
+    }
+  }
+}
+
+/** The network's candidates for target (pt, Rt) into out (heads * dof); cur: the arm's joints
+ * (a tracking network's input) when hasCur. */
+export function netForward(net, pt, Rt, cur, hasCur, out) {
+  const dof = net.dof;
+  const j1R = net.j1R;
+  const o = net.j1p;
+  const bs = net.basis;
+  const x = net.a2;
+  const dx = pt[0] - o[0], dy = pt[1] - o[1], dz = pt[2] - o[2];
+  const lx = j1R[0] * dx + j1R[3] * dy + j1R[6] * dz;
+  const ly = j1R[1] * dx + j1R[4] * dy + j1R[7] * dz;
+  const lz = j1R[2] * dx + j1R[5] * dy + j1R[8] * dz;
+  let psi = 0;
+  let c = 1;
+  let s = 0;
+  const yaw = net.yaw;
+  if (yaw) {
+    psi = Math.atan2(bs[3] * lx + bs[4] * ly + bs[5] * lz, bs[0] * lx + bs[1] * ly + bs[2] * lz);
+    c = Math.cos(psi);
+    s = Math.sin(psi);
+  }
+  let k = 3;
+  const cols = net.pose ? 3 : 1;
+  for (let col = 0; col < cols; col++) {
+    let vx, vy, vz;
+    if (col === 0) {
+      vx = lx; vy = ly; vz = lz;
+    } else {
+      const a = col - 1;
+      vx = j1R[0] * Rt[a] + j1R[3] * Rt[3 + a] + j1R[6] * Rt[6 + a];
+      vy = j1R[1] * Rt[a] + j1R[4] * Rt[3 + a] + j1R[7] * Rt[6 + a];
+      vz = j1R[2] * Rt[a] + j1R[5] * Rt[3 + a] + j1R[8] * Rt[6 + a];
+    }
+    if (yaw) {
+      let u = bs[0] * vx + bs[1] * vy + bs[2] * vz;
+      let v = bs[3] * vx + bs[4] * vy + bs[5] * vz;
+      const w = bs[6] * vx + bs[7] * vy + bs[8] * vz;
+      const u2 = c * u + s * v;
+      v = -s * u + c * v;
+      u = u2;
+      vx = bs[0] * u + bs[3] * v + bs[6] * w;
+      vy = bs[1] * u + bs[4] * v + bs[7] * w;
+      vz = bs[2] * u + bs[5] * v + bs[8] * w;
+    }
+    if (col === 0) {
+      x[0] = (vx - net.center[0]) / net.scale[0];
+      x[1] = (vy - net.center[1]) / net.scale[1];
+      x[2] = (vz - net.center[2]) / net.scale[2];
+    } else {
+      x[k] = vx; x[k + 1] = vy; x[k + 2] = vz;
+      k += 3;
+    }
+  }
+  if (net.track) {
+    for (let j = 0; j < dof; j++) {
+      const lo = net.lo[j], hi = net.hi[j];
+      const cj = hasCur ? cur[j] : (lo + hi) / 2;
+      if (j === 0 && yaw) x[k] = (pymod(cj - psi + Math.PI, TWO_PI) - Math.PI) / Math.PI;
+      else x[k] = (cj - (lo + hi) / 2) / ((hi - lo) / 2);
+      k++;
+    }
+  }
+  const layers = net.layers;
+  const sizes = net.sizes;
+  for (let l = 0; l < layers; l++) {
+    const even = l % 2 === 0;
+    layer(net.w, net.wOff[l], net.bOff[l], sizes[l], sizes[l + 1], even ? net.a2 : net.a1,
+      even ? net.a1 : net.a2, l < layers - 1);
+  }
+  const raw = (layers - 1) % 2 === 0 ? net.a1 : net.a2;
+  for (let hj = 0; hj < net.heads * dof; hj++) {
+    const j = hj % dof;
+    let sn = raw[2 * hj];
+    let cs = raw[2 * hj + 1];
+    const norm = Math.max(Math.sqrt(sn * sn + cs * cs), 1e-6);
+    sn /= norm;
+    cs /= norm;
+    const lo = net.lo[j], hi = net.hi[j];
+    const continuous = net.cont[j] === 1;
+    const turning = j === 0 && yaw;
+    if (!(continuous || turning)) {
+      out[hj] = (hi + lo) / 2 + ((hi - lo) / 2) * sn;
+      continue;
+    }
+    const phi = pymod(2 * Math.atan2(sn, cs) + Math.PI, TWO_PI) - Math.PI;
+    let theta = phi;
+    if (turning) {
+      const a = psi + phi;
+      if (continuous) {
+        theta = pymod(a + Math.PI, TWO_PI) - Math.PI;
+      } else {
+        const rep = lo + pymod(a - lo, TWO_PI);
+        theta = rep <= hi ? rep : rep - hi < lo + TWO_PI - rep ? hi : lo;
+      }
+    }
+    out[hj] = theta;
+  }
+}
