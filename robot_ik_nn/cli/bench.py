@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..arg_types import count, positive
+from ..arg_types import count, count0, positive
 from .common import use_threads
 
 
@@ -80,6 +80,17 @@ def _measure(args, say):
 
         result = dds_paths.stream_paths(args.model, args.dds_paths, args.tracking_targets, say=say)
         return _same(result, dds_paths_figures.format_table)
+    if args.web:
+        from ..bench import web
+
+        try:
+            result = web.measure(
+                args.model, args.targets or 5000, args.budget_ms, args.web_warmup, say=say
+            )
+        except web.WebBenchError as err:
+            print(f"robot-ik-nn bench --web: {err}", file=sys.stderr)
+            return None
+        return _same(result, web.format_table)
     if args.cuda:
         from ..bench import cuda
 
@@ -96,7 +107,7 @@ def _measure(args, say):
 
     result = bench.run(
         args.model,
-        targets=args.targets,
+        targets=args.targets or 10000,
         single_targets=args.single_targets,
         peers=args.peers,
         budget_ms=args.budget_ms,
@@ -134,7 +145,11 @@ def register(sub) -> None:
         "bench", help="measure speed and solve rate, side by side with other solvers"
     )
     b.add_argument("model")
-    b.add_argument("--targets", type=count, default=10000, help="targets (and the largest batch)")
+    b.add_argument(
+        "--targets",
+        type=count,
+        help="targets (and the largest batch; default 10,000, with --web 5,000)",
+    )
     b.add_argument(
         "--single-targets", type=count, help="targets solved one at a time (default: --targets)"
     )
@@ -237,6 +252,18 @@ def register(sub) -> None:
         nargs="+",
         default=[10_000, 100_000, 1_000_000],
         help="batch sizes for --cuda",
+    )
+    only.add_argument(
+        "--web",
+        action="store_true",
+        help="measure only this: IK in a web page: this package's JavaScript solver, "
+        "closed-chain-ik and three.js's CCDIKSolver on the same targets (from PyBullet-free "
+        "joints), the peers with --budget-ms per target, in Node and headless chromium, judged "
+        "by PyBullet's FK, beside the native solver in the same run (needs node, chromium and "
+        "web/node_modules)",
+    )
+    b.add_argument(
+        "--web-warmup", type=count0, default=50, help="with --web: targets solved before timing"
     )
     b.add_argument("--json", action="store_true", help="print the JSON instead of the table")
     b.add_argument(

@@ -1,0 +1,144 @@
+"""The web bench (robot-ik-nn bench --web: robot_ik_nn/bench/web.py and web/bench/): on a few
+targets with a tiny time budget, the harness's JSON has its structure, and every answer the
+harness (or our solver itself) calls solved is solved by the tests' own PyBullet forward
+kinematics (fk_oracle.py); the bench's own PyBullet counts agree with it. No timing asserts."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from fk_oracle import BulletFK, quat_to_matrix, rotation_angle
+
+from robot_ik_nn.bench import web
+from robot_ik_nn.ik.solver import Solver
+
+pytestmark = pytest.mark.slow
+TARGETS, BUDGET_MS, WARMUP = 50, 1.0, 5
+SOLVERS = ("robot_ik_nn", "closed_chain_ik", "three_ccdik")
+
+
+def _need_web():
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed (Debian: apt-get install nodejs npm)")
+    try:
+        web.web_folder()
+    except web.WebBenchError as err:
+        pytest.skip(str(err))
+
+
+@pytest.fixture(scope="module")
+def inputs(served_model, tmp_path_factory):
+    """The model file and targets from PyBullet-free joints, written as the bench writes them."""
+    _need_web()
+    from robot_ik_nn.hardware.pybullet_arm import ArmSim
+
+    solver = Solver.load(served_model)
+    folder = tmp_path_factory.mktemp("web_bench")
+    with ArmSim(solver.arm) as sim:
+        q, P, Q, R, agree = web.make_targets(solver, sim, TARGETS, seed=7)
+    web.write_inputs(folder, solver, P, Q)
+    return solver, folder, q, P, Q, agree
+
+
+def _oracle_solved(oracle, arm, answers, P, Q, pose: bool) -> np.ndarray:
+    """Solved by the tests' own PyBullet FK: 1 mm, 0.01 rad (pose), inside the limits."""
+    out = np.zeros(len(answers), dtype=bool)
+    for i, a in enumerate(answers):
+        if a is None:
+            continue
+        a = np.asarray(a, dtype=float)
+        inside = np.all((a >= arm.lower - 1e-9) & (a <= arm.upper + 1e-9) | arm.continuous)
+        p, R = oracle.fk(a)
+        ok = np.linalg.norm(p - P[i]) <= 1e-3
+        if pose:
+            ok = ok and rotation_angle(R, quat_to_matrix(Q[i])) <= 0.01
+        out[i] = inside and ok
+    return out
+
+
+def test_targets_are_reachable_and_free(inputs):
+    solver, folder, q, P, Q, agree = inputs
+    assert agree < 1e-6  # PyBullet's tool and the package's agree on the made joints
+    with BulletFK.of(solver.arm) as oracle:
+        p, R = oracle.fk(q[3])
+    assert np.linalg.norm(p - P[3]) < 1e-9
+    assert rotation_angle(R, quat_to_matrix(Q[3])) < 1e-6
+    targets = json.loads((folder / "targets.json").read_text())
+    assert len(targets["positions"]) == len(targets["quaternions"]) == TARGETS
+
+
+def test_node_harness_answers_pass_pybullet(inputs):
+    solver, folder, _, P, Q, _ = inputs
+    harness = web.run_node(folder, BUDGET_MS, WARMUP)
+    assert harness["targets"] == TARGETS and harness["budget_ms"] == BUDGET_MS
+    assert harness["runtime"]["kind"] == "node"
+    assert set(harness["solvers"]) == set(SOLVERS)
+    arm, counted = solver.arm, {}
+    with BulletFK.of(arm) as oracle:
+        for name, row in harness["solvers"].items():
+            assert "skipped" not in row, row
+            assert row["verdict"] == ("position" if name == "three_ccdik" else "pose")
+            assert row["seconds"] > 0 and len(row["answers"]) == TARGETS
+            pose = row["verdict"] == "pose"
+            truth = _oracle_solved(oracle, arm, row["answers"], P, Q, pose)
+            said = np.asarray(row["judged_solved"], dtype=bool)
+            assert row["solved"] == int(said.sum())
+            assert not np.any(said & ~truth), f"{name}: harness says solved, PyBullet does not"
+            if row["claimed"] is not None:  # our solver's own 'solved'
+                claimed = np.asarray(row["claimed"], dtype=bool)
+                assert claimed.sum() > 0
+                assert not np.any(claimed & ~truth), f"{name}: claimed solved, PyBullet disagrees"
+            counted[name] = int(truth.sum())
+    from robot_ik_nn.hardware.pybullet_arm import ArmSim
+
+    with ArmSim(arm) as sim:  # the bench's own PyBullet judge counts what the oracle counts
+        rows = web.judged(
+            harness, arm, web.pybullet_fk(sim), P, np.array([quat_to_matrix(x) for x in Q]), True
+        )
+    assert {name: row["solved"] for name, row in rows.items()} == counted
+    assert all(row["harness_solved_not_by_pybullet"] == 0 for row in rows.values())
+
+
+def test_measure_writes_every_figure(served_model, tmp_path):
+    """The whole bench in Node alone (chromium: test_web_bench_page), on a handful of targets."""
+    _need_web()
+    result = web.measure(
+        served_model, targets=20, budget_ms=BUDGET_MS, warmup=2, runtimes=["node"]
+    )
+    for key in ("targets", "budget_ms", "native", "node", "date", "commit", "machine", "packages"):
+        assert key in result, key
+    assert result["native"]["targets"] == 20 and result["native"]["solved_per_s"] > 0
+    rows = result["node"]["solvers"]
+    assert set(rows) == set(SOLVERS)
+    for row in rows.values():
+        assert "answers" not in row and 0.0 <= row["solve_rate"] <= 1.0
+        assert row["harness_solved_not_by_pybullet"] == 0
+    ratios = result["node"]["ratios"]
+    assert ratios["web_over_native"] == pytest.approx(
+        rows["robot_ik_nn"]["solved_per_s"] / result["native"]["solved_per_s"]
+    )
+    text = web.format_table(result)
+    assert "closed-chain-ik" in text and "CCDIKSolver" in text
+
+
+@pytest.mark.browser
+def test_web_bench_page(inputs):
+    """The same harness bundled into a page and run in headless chromium; its answers judged
+    by PyBullet (skips without chromium)."""
+    try:
+        web.chromium_path()
+    except web.WebBenchError as err:
+        pytest.skip(str(err))
+    solver, folder, _, P, Q, _ = inputs
+    web.build_page(folder)
+    harness = web.run_chromium(folder, BUDGET_MS, WARMUP)
+    assert harness["runtime"]["kind"] == "browser" and "Chrom" in harness["runtime"]["browser"]
+    with BulletFK.of(solver.arm) as oracle:
+        for name, row in harness["solvers"].items():
+            truth = _oracle_solved(
+                oracle, solver.arm, row["answers"], P, Q, row["verdict"] == "pose"
+            )
+            said = np.asarray(row["judged_solved"], dtype=bool)
+            assert not np.any(said & ~truth), f"{name} in chromium: solved, PyBullet disagrees"
+    assert harness["solvers"]["robot_ik_nn"]["solved"] > 0
