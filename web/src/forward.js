@@ -99,7 +99,11 @@ export function fk(k, q, J, wantJac) {
   }
 }
 
-/** Axis * angle turning R onto Rt (base frame) into e[at..at+3]; returns the angle. */
+/** Where rotationError and axisError leave the angle (not a return value: V8 boxes a double
+ * returned from a call it does not inline). */
+export const ANGLE = new Float64Array(1);
+
+/** Axis * angle turning R onto Rt (base frame) into e[at..at+3], the angle into ANGLE[0]. */
 export function rotationError(R, Rt, e, at) {
   const e00 = Rt[0] * R[0] + Rt[1] * R[1] + Rt[2] * R[2];
   const e11 = Rt[3] * R[3] + Rt[4] * R[4] + Rt[5] * R[5];
@@ -117,7 +121,8 @@ export function rotationError(R, Rt, e, at) {
   if (cos >= -0.99) {
     const scale = sin2 > 1e-9 ? angle / sin2 : 0.5;
     e[at] = vx * scale; e[at + 1] = vy * scale; e[at + 2] = vz * scale;
-    return angle;
+    ANGLE[0] = angle;
+    return;
   }
   // near pi: the axis from the symmetric part, its sign from the antisymmetric part
   let ax, ay, az;
@@ -132,11 +137,11 @@ export function rotationError(R, Rt, e, at) {
   const sign = ax * vx + ay * vy + az * vz < 0 ? -1 : 1;
   const f = (sign * angle) / norm;
   e[at] = ax * f; e[at + 1] = ay * f; e[at + 2] = az * f;
-  return angle;
+  ANGLE[0] = angle;
 }
 
 /** Axis * angle turning the tool's axis col (a column of R) onto the target's, the rotation
- * about it left free, into e[at..at+3]; returns the angle between the two axes. */
+ * about it left free, into e[at..at+3]; the angle between the two axes into ANGLE[0]. */
 export function axisError(R, Rt, col, e, at) {
   const ax = R[col], ay = R[3 + col], az = R[6 + col];
   const bx = Rt[col], by = Rt[3 + col], bz = Rt[6 + col];
@@ -153,7 +158,7 @@ export function axisError(R, Rt, col, e, at) {
   }
   const f = angle / sin;
   e[at] = vx * f; e[at + 1] = vy * f; e[at + 2] = vz * f;
-  return angle;
+  ANGLE[0] = angle;
 }
 
 /** A quaternion (x y z w, normalised here) into R (row-major 9). */

@@ -3,7 +3,7 @@
 // iteration); the functions here read and write it. Functions that give several numbers return
 // the first and leave the others in k.pe, k.re (position and rotation errors).
 
-import { axisError, fk, rotationError } from './forward.js';
+import { ANGLE, axisError, fk, rotationError } from './forward.js';
 
 const TWO_PI = 2 * Math.PI;
 
@@ -119,17 +119,25 @@ export class Kernel {
     this.quat = new Float64Array(4);
     this.hasQuat = false;
     this.hasRot = false;
-    this.pe = 0;
-    this.re = 0;
+    this.cost = 0.5; // doubles from the start (V8 keeps such fields unboxed)
+    this.pe = 0.5;
+    this.re = 0.5;
+    this.lam = 0.5;
+    this.spread = 0.5;
+    this.total = 0;
+    this.why = 0;
+    this.moved = false;
     // the random stream: a 64-bit state in two 32-bit halves, started when first drawn from
-    this.sHi = 0;
-    this.sLo = 0;
+    this.sHi = 0.5;
+    this.sLo = 0.5;
     this.streamReady = false;
   }
 }
 
-/** The weighted pose residual into e (and its Jacobian into J with wantJac); returns the cost,
- * the errors in k.pe and k.re. */
+/** The weighted pose residual into e (and its Jacobian into J with wantJac); the cost, and the
+ * position and rotation errors, into k.cost, k.pe and k.re. (Numbers go through the Kernel's
+ * fields, not through arguments and return values: V8 boxes a double that crosses a call it
+ * does not inline, an allocation per call.) */
 export function residual(k, q, e, J, wantJac) {
   fk(k, q, J, wantJac);
   const p = k.p;
@@ -141,16 +149,16 @@ export function residual(k, q, e, J, wantJac) {
   k.pe = pe;
   if (!k.hasRot) {
     k.re = 0;
-    return pe * pe;
+    k.cost = pe * pe;
+    return;
   }
   const w = k.rotW;
   const free = k.free;
   const n = k.n;
-  let re;
   if (free < 0) {
-    re = rotationError(k.R, k.Rt, e, 3);
+    rotationError(k.R, k.Rt, e, 3);
   } else {
-    re = axisError(k.R, k.Rt, free, e, 3);
+    axisError(k.R, k.Rt, free, e, 3);
     if (wantJac) {
       const R = k.R;
       const ax = R[free], ay = R[3 + free], az = R[6 + free];
@@ -166,12 +174,13 @@ export function residual(k, q, e, J, wantJac) {
   e[4] *= w;
   e[5] *= w;
   if (wantJac) for (let i = 3 * n; i < 6 * n; i++) J[i] *= w;
+  const re = ANGLE[0];
   k.re = re;
-  return pe * pe + (w * re) ** 2;
+  k.cost = pe * pe + w * re * (w * re);
 }
 
 export function weighted(pe, re, w) {
-  return Math.sqrt(pe * pe + (w * re) ** 2);
+  return Math.sqrt(pe * pe + w * re * (w * re));
 }
 
 /** Limited joints into their limits, continuous ones wrapped to [-pi, pi). */
@@ -207,8 +216,10 @@ function choleskySolve(A, st, b, s, x) {
   }
 }
 
-/** The Levenberg step (J^T J + lam I)^-1 J^T e into k.step, in the smaller equivalent form. */
-export function dampedStep(k, J, e, m, lam) {
+/** The Levenberg step (J^T J + lam I)^-1 J^T e into k.step (lam: k.lam), in the smaller of the
+ * two equivalent forms. */
+export function dampedStep(k, J, e, m) {
+  const lam = k.lam;
   const n = k.n;
   const H = k.H;
   const rhs = k.rhs;
@@ -244,16 +255,30 @@ export function dampedStep(k, J, e, m, lam) {
   choleskySolve(H, n, rhs, n, step);
 }
 
+// LM's damping, by kind of seed (kernel.py: LAM_FAR, LAM_NEAR, LAM_TRACK): the first damping
+// and the least it falls to. A small integer picks them (a double argument would be boxed).
+export const FAR = 0; // a random or mid-range seed: LAM_FAR, floor 1e-9
+export const NEAR = 1; // a network candidate or another warm start: LAM_NEAR, floor 1e-9
+export const TRACK = 2; // tracking from a warm start: LAM_TRACK, never below it
+export const FAR_TRACKED = 3; // a seed around a warm start: LAM_FAR, floor LAM_TRACK
+
 /** Levenberg-Marquardt from q (changed in place), projected onto the limits; returns the
- * iterations used, the errors at the final q in k.pe and k.re. */
-export function refine(k, q, iterations, lam, floor) {
+ * iterations used, the errors at the final q in k.pe and k.re; damping: FAR, NEAR, TRACK or
+ * FAR_TRACKED. */
+export function refine(k, q, iterations, damping) {
   clamp(k, q);
-  const cost = residual(k, q, k.e, k.J, true);
-  return descend(k, q, iterations, cost, k.pe, k.re, lam, floor);
+  residual(k, q, k.e, k.J, true);
+  return descend(k, q, iterations, damping);
 }
 
-/** refine from a q inside the limits whose residual and Jacobian are in k.e and k.J. */
-export function descend(k, q, iterations, cost, pe, re, lam, floor) {
+/** refine from a q inside the limits whose residual (k.cost, k.pe, k.re) and Jacobian are in
+ * k.e and k.J. */
+export function descend(k, q, iterations, damping) {
+  let lam = damping === NEAR ? k.lamNear : damping === TRACK ? k.lamTrack : k.lamFar;
+  const floor = damping === TRACK || damping === FAR_TRACKED ? k.lamTrack : 1e-9;
+  let cost = k.cost;
+  let pe = k.pe;
+  let re = k.re;
   const n = k.n;
   const lo = k.lo;
   const hi = k.hi;
@@ -277,12 +302,13 @@ export function descend(k, q, iterations, cost, pe, re, lam, floor) {
       for (let r = 0; r < m; r++) g += J[r * n + j] * e[r];
       if ((atLo && g < 0) || (atHi && g > 0)) for (let r = 0; r < m; r++) J[r * n + j] = 0;
     }
-    dampedStep(k, J, e, m, lam);
+    k.lam = lam;
+    dampedStep(k, J, e, m);
     for (let a = 0; a < n; a++) qNew[a] = q[a] + step[a];
     clamp(k, qNew);
-    const cNew = residual(k, qNew, eNew, JNew, true);
-    if (cNew < cost) {
-      cost = cNew;
+    residual(k, qNew, eNew, JNew, true);
+    if (k.cost < cost) {
+      cost = k.cost;
       pe = k.pe;
       re = k.re;
       for (let a = 0; a < n; a++) q[a] = qNew[a];
@@ -297,14 +323,16 @@ export function descend(k, q, iterations, cost, pe, re, lam, floor) {
   k.eNew = eNew;
   k.J = J;
   k.JNew = JNew;
+  k.cost = cost;
   k.pe = pe;
   k.re = re;
   return used;
 }
 
 // -- random numbers: splitmix64 on two 32-bit halves, the same stream as kernel.py's ---------------
-let H64 = 0; // the high and low halves of the last 64-bit result
-let L64 = 0;
+// the high and low halves of the last 64-bit result (a typed array: a number stored in a module
+// variable would be boxed, an allocation per store)
+const Z = new Uint32Array(2);
 
 function mulhi(a, b) {
   const a0 = a & 0xffff, a1 = a >>> 16, b0 = b & 0xffff, b1 = b >>> 16;
@@ -314,8 +342,8 @@ function mulhi(a, b) {
 }
 
 function mul(ah, al, bh, bl) {
-  L64 = Math.imul(al, bl) >>> 0;
-  H64 = (mulhi(al, bl) + Math.imul(ah, bl) + Math.imul(al, bh)) >>> 0;
+  Z[1] = Math.imul(al, bl);
+  Z[0] = mulhi(al, bl) + Math.imul(ah, bl) + Math.imul(al, bh);
 }
 
 function mix(h, l) {
@@ -324,19 +352,20 @@ function mix(h, l) {
   h = (h ^ (h >>> 30)) >>> 0;
   mul(h, l, 0xbf58476d, 0x1ce4e5b9);
   // z ^= z >> 27; z *= 0x94D049BB133111EB
-  l = (L64 ^ ((L64 >>> 27) | (H64 << 5))) >>> 0;
-  h = (H64 ^ (H64 >>> 27)) >>> 0;
+  l = (Z[1] ^ ((Z[1] >>> 27) | (Z[0] << 5))) >>> 0;
+  h = (Z[0] ^ (Z[0] >>> 27)) >>> 0;
   mul(h, l, 0x94d049bb, 0x133111eb);
   // z ^= z >> 31
-  L64 = (L64 ^ ((L64 >>> 31) | (H64 << 1))) >>> 0;
-  H64 = (H64 ^ (H64 >>> 31)) >>> 0;
+  l = (Z[1] ^ ((Z[1] >>> 31) | (Z[0] << 1))) >>> 0;
+  h = (Z[0] ^ (Z[0] >>> 31)) >>> 0;
+  Z[0] = h;
+  Z[1] = l;
 }
 
 function add(ah, al, bh, bl) {
   const lo = al + bl;
-  const carry = lo >= 4294967296 ? 1 : 0;
-  L64 = lo >>> 0;
-  H64 = (ah + bh + carry) >>> 0;
+  Z[1] = lo;
+  Z[0] = ah + bh + (lo >= 4294967296 ? 1 : 0);
 }
 
 const GOLD_H = 0x9e3779b9;
@@ -354,10 +383,10 @@ function startStream(k) {
     const xh = Math.floor(x / 4294967296);
     const xl = x - xh * 4294967296;
     add(h, l, GOLD_H, GOLD_L);
-    add(H64, L64, xh >>> 0, xl >>> 0);
-    mix(H64, L64);
-    h = H64;
-    l = L64;
+    add(Z[0], Z[1], xh >>> 0, xl >>> 0);
+    mix(Z[0], Z[1]);
+    h = Z[0];
+    l = Z[1];
   }
   k.sHi = h;
   k.sLo = l;
@@ -368,10 +397,10 @@ function startStream(k) {
 export function uniform(k) {
   if (!k.streamReady) startStream(k);
   add(k.sHi, k.sLo, GOLD_H, GOLD_L);
-  k.sHi = H64;
-  k.sLo = L64;
-  mix(H64, L64);
-  return (H64 * 2097152 + (L64 >>> 11)) * (1 / 9007199254740992);
+  k.sHi = Z[0];
+  k.sLo = Z[1];
+  mix(Z[0], Z[1]);
+  return (Z[0] * 2097152 + (Z[1] >>> 11)) * (1 / 9007199254740992);
 }
 
 /** Uniformly random joints, or (partial) best with its joints stuck at a limit and a random
@@ -394,16 +423,19 @@ export function restartSeed(k, best, partial, out) {
   }
 }
 
-/** base (row `row` of k.warm) with every joint moved by up to spread, into the limits. */
-export function nearSeed(k, row, spread, out) {
+/** base (row `row` of k.warm) with every joint moved by up to k.spread, into the limits. */
+export function nearSeed(k, row, out) {
+  const spread = k.spread;
   const warm = k.warm;
   for (let j = 0; j < k.n; j++) out[j] = warm[row * k.n + j] + spread * (2 * uniform(k) - 1);
   clamp(k, out);
 }
 
 /** The self-motion spent on keeping away from the limits without leaving the target
- * (kernel.secondary); returns the LM iterations, k.moved whether q changed, errors in k.pe/re. */
-export function secondary(k, q, weight) {
+ * (kernel.secondary, weight k.trackLimits); returns the LM iterations, k.moved whether q
+ * changed, errors in k.pe/re. */
+export function secondary(k, q) {
+  const weight = k.trackLimits;
   const n = k.n;
   const m = k.hasRot ? 6 : 3;
   k.moved = false;
@@ -435,7 +467,8 @@ export function secondary(k, q, weight) {
     for (let j = 0; j < n; j++) acc += J[r * n + j] * d[j];
     Jd[r] = acc;
   }
-  dampedStep(k, J, Jd, m, 1e-9);
+  k.lam = 1e-9;
+  dampedStep(k, J, Jd, m);
   let biggest = 0;
   for (let j = 0; j < n; j++) {
     d[j] -= k.step[j];
@@ -444,7 +477,7 @@ export function secondary(k, q, weight) {
   if (biggest < 1e-4 * pull) return 0;
   const scale = (weight * pull) / biggest;
   for (let j = 0; j < n; j++) q[j] += scale * d[j];
-  const used = refine(k, q, k.acceptIters, k.lamTrack, k.lamTrack);
+  const used = refine(k, q, k.acceptIters, TRACK);
   if (k.pe <= k.posTol && k.re <= k.rotTol) {
     k.moved = true;
     return used;

@@ -3,12 +3,14 @@
 // trained, every sum float64, as in the Python kernel and its numpy backend.
 
 import { pymod } from './kernel.js';
+import { simdLayer } from './wasm.js';
 
 const TWO_PI = 2 * Math.PI;
 
 /** What the forward pass reads, from a parsed model file (model.js). */
 export class Net {
-  constructor(spec) {
+  /** useSimd: the layers in WebAssembly SIMD where the engine has it (else plain loops). */
+  constructor(spec, useSimd = true) {
     const m = spec.model;
     const M = spec.layout.meta;
     const o = spec.starts[2];
@@ -47,6 +49,35 @@ export class Net {
     const width = spec.width;
     this.a1 = new Float64Array(width);
     this.a2 = new Float64Array(width);
+    this.simd = useSimd ? this._simd(width) : null;
+  }
+
+  /** The layers' weights copied into WebAssembly memory (each row padded to a multiple of four
+   * inputs), the activations seen there too; null without WebAssembly SIMD. */
+  _simd(width) {
+    const sizes = this.sizes;
+    const pad = (v) => Math.ceil(v / 4) * 4;
+    const act = pad(width + 4) * 8; // bytes per activation buffer (16-byte aligned)
+    const wBytes = new Int32Array(this.layers);
+    let bytes = 2 * act;
+    for (let l = 0; l < this.layers; l++) {
+      wBytes[l] = bytes;
+      bytes += sizes[l + 1] * pad(sizes[l]) * 4;
+    }
+    const made = simdLayer(bytes);
+    if (made === null) return null;
+    const buf = made.memory.buffer;
+    const weights = new Float32Array(buf);
+    for (let l = 0; l < this.layers; l++) {
+      const nin = sizes[l];
+      for (let o = 0; o < sizes[l + 1]; o++) {
+        const from = this.wOff[l] + o * nin;
+        weights.set(this.w.subarray(from, from + nin), wBytes[l] / 4 + o * pad(nin));
+      }
+    }
+    this.a1 = new Float64Array(buf, 0, act / 8);
+    this.a2 = new Float64Array(buf, act, act / 8);
+    return { layer: made.layer, wBytes, act };
   }
 }
 
@@ -149,10 +180,30 @@ export function netForward(net, pt, Rt, cur, hasCur, out) {
   }
   const layers = net.layers;
   const sizes = net.sizes;
+  const simd = net.simd;
   for (let l = 0; l < layers; l++) {
     const even = l % 2 === 0;
-    layer(net.w, net.wOff[l], net.bOff[l], sizes[l], sizes[l + 1], even ? net.a2 : net.a1,
-      even ? net.a1 : net.a2, l < layers - 1);
+    const xs = even ? net.a2 : net.a1;
+    const ys = even ? net.a1 : net.a2;
+    if (simd === null) {
+      layer(net.w, net.wOff[l], net.bOff[l], sizes[l], sizes[l + 1], xs, ys, l < layers - 1);
+      continue;
+    }
+    const nin = sizes[l];
+    const nout = sizes[l + 1];
+    const n4 = (nin + 3) >> 2;
+    for (let i = nin; i < 4 * n4; i++) xs[i] = 0; // the padding's inputs
+    simd.layer(simd.wBytes[l], even ? simd.act : 0, even ? 0 : simd.act, n4, nout);
+    const w = net.w;
+    const bo = net.bOff[l];
+    if (l < layers - 1) {
+      for (let o = 0; o < nout; o++) {
+        const v = ys[o] + w[bo + o];
+        ys[o] = v / (1 + Math.exp(-v));
+      }
+    } else {
+      for (let o = 0; o < nout; o++) ys[o] += w[bo + o];
+    }
   }
   const raw = (layers - 1) % 2 === 0 ? net.a1 : net.a2;
   for (let hj = 0; hj < net.heads * dof; hj++) {

@@ -6,6 +6,10 @@
 
 import { quatToMatrix } from './forward.js';
 import {
+  FAR,
+  FAR_TRACKED,
+  NEAR,
+  TRACK,
   clamp,
   descend,
   nearSeed,
@@ -81,7 +85,7 @@ function scoreTheRest(k, q) {
 }
 
 /** The first candidate, in head order, whose tool lands within CLOSE, else the closest, into q
- * with its residual and Jacobian in k.e and k.J; returns the cost (errors in k.pe, k.re). */
+ * with its residual and Jacobian in k.e and k.J, its cost and errors in k.cost, k.pe, k.re. */
 function firstCandidate(k, q) {
   const n = k.n;
   const scores = k.scores;
@@ -90,16 +94,16 @@ function firstCandidate(k, q) {
   for (let h = 0; h < k.heads; h++) {
     copyRow(k.netq, h, n, q);
     clamp(k, q);
-    const cost = residual(k, q, k.e, k.J, true);
+    residual(k, q, k.e, k.J, true);
     scores[h] = weighted(k.pe, k.re, k.rotW);
     if (scores[h] < k.close) {
       scores[h] = Infinity;
-      return cost;
+      return;
     }
     if (closest < 0 || scores[h] < bestScore) {
       closest = h;
       bestScore = scores[h];
-      bc = cost;
+      bc = k.cost;
       bpe = k.pe;
       bre = k.re;
       keepQ.set(q);
@@ -111,9 +115,9 @@ function firstCandidate(k, q) {
   q.set(keepQ);
   k.e.set(k.eNew);
   k.J.set(k.JNew);
+  k.cost = bc;
   k.pe = bpe;
   k.re = bre;
-  return bc;
 }
 
 /** Solve the target in k into q (policy.solve_target without the collision check). */
@@ -177,24 +181,25 @@ export function solveTarget(k, net, nWarm, hasCur, q) {
       if (nWarm === 0) continue;
       copyRow(k.warm, 0, n, q);
       clamp(k, q);
-      const cost = residual(k, q, k.e, k.J, true);
+      residual(k, q, k.e, k.J, true);
       if (weighted(k.pe, k.re, w) >= k.warmRadius) continue;
       firstWarm = 1;
       const wide = restarts > 0 ? k.trackSearch : 0;
-      used = descend(k, q, iters, cost, k.pe, k.re, k.lamTrack, k.lamTrack);
-      if (k.pe > posTol || k.re > rotTol) used += refine(k, q, restartIters, k.lamFar, k.lamTrack);
+      used = descend(k, q, iters, TRACK);
+      if (k.pe > posTol || k.re > rotTol) used += refine(k, q, restartIters, FAR_TRACKED);
       const rungs = k.nearRungs;
       for (let t = 0; t < k.nearTries * rungs.length; t++) {
         if (k.pe <= posTol && k.re <= rotTol) break;
         const spread = t < k.nearTries ? k.nearSpread : rungs[Math.floor(t / k.nearTries)] * wide;
         if (spread <= k.nearSpread) continue; // as policy.py has it (its first rung is skipped)
-        nearSeed(k, 0, spread, q);
-        used += refine(k, q, restartIters, k.lamFar, k.lamTrack);
+        k.spread = spread;
+        nearSeed(k, 0, q);
+        used += refine(k, q, restartIters, FAR_TRACKED);
       }
       pe = k.pe;
       re = k.re;
       if (k.trackLimits > 0 && pe <= posTol && re <= rotTol) {
-        used += secondary(k, q, k.trackLimits);
+        used += secondary(k, q);
         if (k.moved) {
           pe = k.pe;
           re = k.re;
@@ -204,12 +209,12 @@ export function solveTarget(k, net, nWarm, hasCur, q) {
       // 2. the network's candidates, the first close one (or the closest), then closest first
       if (attempt === 1) {
         proposals(k, net, hasCur);
-        const cost = firstCandidate(k, q);
-        used = descend(k, q, iters, cost, k.pe, k.re, k.lamNear, 1e-9);
+        firstCandidate(k, q);
+        used = descend(k, q, iters, NEAR);
       } else {
         scoreTheRest(k, q);
         copyRow(k.netq, nextBest(scores), n, q);
-        used = refine(k, q, iters, k.lamNear, 1e-9);
+        used = refine(k, q, iters, NEAR);
       }
       pe = k.pe;
       re = k.re;
@@ -217,7 +222,7 @@ export function solveTarget(k, net, nWarm, hasCur, q) {
       // 3. without network or warm start: mid-range
       if (haveNet || nWarm > 0) continue;
       midRange(k, q);
-      used = refine(k, q, iters, k.lamFar, 1e-9);
+      used = refine(k, q, iters, FAR);
       pe = k.pe;
       re = k.re;
     } else if (attempt <= netEnd + nWarm) {
@@ -225,7 +230,7 @@ export function solveTarget(k, net, nWarm, hasCur, q) {
       const row = attempt - netEnd - 1;
       if (row < firstWarm) continue;
       copyRow(k.warm, row, n, q);
-      used = refine(k, q, iters, k.lamNear, 1e-9);
+      used = refine(k, q, iters, NEAR);
       pe = k.pe;
       re = k.re;
     } else {
@@ -234,7 +239,7 @@ export function solveTarget(k, net, nWarm, hasCur, q) {
       stale++;
       const r = attempt - netEnd - 1 - nWarm;
       restartSeed(k, best, r % 2 === 0 && code === V.OK, q);
-      used = refine(k, q, restartIters, k.lamFar, 1e-9);
+      used = refine(k, q, restartIters, FAR);
       pe = k.pe;
       re = k.re;
     }
@@ -267,7 +272,7 @@ export function solveTarget(k, net, nWarm, hasCur, q) {
         if (k.cont[j] === 1 || !(atLo || atHi)) continue;
         q.set(best);
         q[j] = atLo ? k.hi[j] : k.lo[j];
-        total += refine(k, q, restartIters, k.lamFar, 1e-9);
+        total += refine(k, q, restartIters, FAR);
         const s = weighted(k.pe, k.re, w);
         if (s < bestScore - 1e-6) {
           bestScore = s;
@@ -279,7 +284,7 @@ export function solveTarget(k, net, nWarm, hasCur, q) {
       }
     }
     q.set(best); // far from the target LM creeps: refine on
-    total += refine(k, q, k.farPolish, k.lamFar, 1e-9);
+    total += refine(k, q, k.farPolish, FAR);
     const s = weighted(k.pe, k.re, w);
     if (s < bestScore) {
       bestScore = s;

@@ -12,6 +12,19 @@ function fmt(x, digits) {
   return Number(x).toFixed(digits);
 }
 
+/** A number as Python's repr writes it (the reasons' words are reasons.py's). */
+function py(x) {
+  if (Number.isNaN(x)) return 'nan';
+  if (!Number.isFinite(x)) return x > 0 ? 'inf' : '-inf';
+  if (Number.isInteger(x) && Math.abs(x) < 1e16) return `${x}.0`;
+  return String(x).replace(/e([+-])(\d)$/, 'e$10$2');
+}
+
+/** Python's format(x, '.6g'). */
+function g6(x) {
+  return py(Number(x.toPrecision(6))).replace(/\.0$/, '');
+}
+
 function toFloat64(value, length, what) {
   if (value == null || typeof value.length !== 'number' || value.length !== length) {
     throw new TypeError(`${what} must be ${length} numbers, got ${String(value)}`);
@@ -221,14 +234,14 @@ export class Solver {
     const p = this._k.pt;
     const o = this._k.origin;
     let text;
-    if (code === V.POSITION_NOT_FINITE) text = `position is not finite: [${Array.from(p).join(', ')}]`;
+    if (code === V.POSITION_NOT_FINITE) text = `position is not finite: [${Array.from(p, py).join(', ')}]`;
     else if (code === V.ORIENTATION_NOT_FINITE) {
-      text = `orientation is not finite: [${Array.from(this._k.quat).join(', ')}]`;
+      text = `orientation is not finite: [${Array.from(this._k.quat, py).join(', ')}]`;
     } else if (code === V.NOT_UNIT) {
       const qn = Math.hypot(...this._k.quat);
       text =
-        `orientation quaternion is not unit length (norm ${qn.toPrecision(6)}; within ` +
-        `${this._k.qtol} of 1 is taken; x y z w)`;
+        `orientation quaternion is not unit length (norm ${g6(qn)}; within ` +
+        `${g6(this._k.qtol)} of 1 is taken; x y z w)`;
     } else if (code === V.OUT_OF_REACH || code === V.TOO_FAR) {
       const d = Math.hypot(p[0] - o[0], p[1] - o[1], p[2] - o[2]);
       text =

@@ -3,7 +3,8 @@
 //   [{"model": path, "forward": [[q]...], "candidates": {"positions", "quaternions", "current"},
 //     "solve": {"positions", "quaternions", "current", "freeAxis", "oneByOne"}}, ...]
 // -> [{"forward": {"positions", "rotations"}, "candidates": [[...]...], "solve": {"q", "status",
-//     "posErr", "rotErr", "iterations", "reasons"}}, ...]  (NaN written as null)
+//     "posErr", "rotErr", "iterations", "reasons"}}, ...]  (NaN written as null; in the jobs,
+//     "NaN", "Infinity" and "-Infinity" stand for those numbers)
 
 import { readFile } from 'node:fs/promises';
 import { fetchModel } from '../src/ik.js';
@@ -59,7 +60,10 @@ async function run(work) {
 
 // `node --test test/` runs every file under test/, this one too, without arguments: nothing to do
 if (process.argv.length > 2) {
-  const jobs = JSON.parse(await readFile(process.argv[2], 'utf8'));
+  const numbers = { NaN, Infinity, '-Infinity': -Infinity }; // JSON has no word for these
+  const jobs = JSON.parse(await readFile(process.argv[2], 'utf8'), (key, v) =>
+    typeof v === 'string' && v in numbers ? numbers[v] : v,
+  );
   const answers = [];
   for (const job of jobs) answers.push(await run(job));
   process.stdout.write(JSON.stringify(answers));

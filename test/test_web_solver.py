@@ -1,0 +1,208 @@
+"""The JavaScript solver (web/src/ik.js) on model files written by robot_ik_nn.web.model: its
+forward kinematics and its network's candidates against the Python solver's (1e-9), and its
+answers on targets made here from random joints, judged by PyBullet's forward kinematics
+(fk_oracle.py). One Node process for the whole module (web/test/runner.mjs)."""
+
+import base64
+import hashlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fk_oracle import BulletFK, matrix_to_quat, quat_to_matrix, rotation_angle
+
+from robot_ik_nn.arm.model import ArmModel
+from robot_ik_nn.ik.solver import Solver
+from robot_ik_nn.web.model import FORMAT, web_model, write_web_model
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+RUNNER = ROOT / "web" / "test" / "runner.mjs"
+NODE = shutil.which("node")
+need_node = pytest.mark.skipif(
+    NODE is None, reason="node is not installed (Debian: apt-get install nodejs)"
+)
+FK_SETS, SEED_TARGETS, TARGETS = 10_000, 1_000, 1_000
+
+
+def joint_sets(arm, count, seed, inset=0.0):
+    rng = np.random.default_rng(seed)
+    lo = np.maximum(arm.lower, -np.pi) + inset
+    hi = np.minimum(arm.upper, np.pi) - inset
+    return lo + rng.random((count, arm.dof)) * (hi - lo)
+
+
+def poses(oracle, Q):
+    """Targets from joints, by PyBullet (position, quaternion x y z w)."""
+    P, R = oracle.fk_batch(Q)
+    return P, np.array([matrix_to_quat(r) for r in R])
+
+
+@pytest.fixture(scope="module")
+def solvers(niryo_model):
+    niryo = Solver.load(niryo_model)
+    return {
+        "niryo": niryo,
+        "niryo_numpy": Solver.load(niryo_model, backend="numpy"),
+        "niryo_nonet": niryo.without_network(),
+        "inmoov": Solver(ArmModel.load("inmoov_right_arm")),
+    }
+
+
+@pytest.fixture(scope="module")
+def web(solvers, tmp_path_factory):
+    """Every job of this module through one Node process: {name: (inputs, answers)}."""
+    if NODE is None:
+        pytest.skip("node is not installed (Debian: apt-get install nodejs)")
+    out = tmp_path_factory.mktemp("web")
+    niryo = solvers["niryo"]
+    files = {}
+    for name in ("niryo", "niryo_nonet", "inmoov"):
+        files[name] = str(write_web_model(solvers[name], out / f"{name}.web.json"))
+    jobs = {}
+    Q = joint_sets(niryo.arm, FK_SETS, 1)
+    Q[:100] *= 7.0  # angles beyond a turn, as LM meets them
+    jobs["forward"] = {"model": files["niryo"], "forward": Q.tolist()}
+    with BulletFK.of(niryo.arm) as oracle:
+        P, quats = poses(oracle, joint_sets(niryo.arm, SEED_TARGETS, 2))
+        jobs["candidates"] = {
+            "model": files["niryo"],
+            "candidates": {"positions": P.tolist(), "quaternions": quats.tolist()},
+        }
+        for name, seed in (("niryo", 4), ("niryo_nonet", 5)):
+            P, quats = poses(oracle, joint_sets(niryo.arm, TARGETS, seed))
+            jobs[name] = {
+                "model": files[name],
+                "solve": {"positions": P.tolist(), "quaternions": quats.tolist()},
+            }
+    inmoov = solvers["inmoov"].arm
+    with BulletFK.of(inmoov) as oracle:
+        P, quats = poses(oracle, joint_sets(inmoov, TARGETS, 6, inset=0.01))
+        jobs["inmoov"] = {
+            "model": files["inmoov"],
+            "solve": {"positions": P.tolist(), "quaternions": quats.tolist()},
+        }
+    odd = [[np.nan, 0.0, 0.2], [0.2, 0.0, 0.2], [0.2, 0.0, 0.2], [3.0, 0.0, 0.2], [0.5, 0.3, 0.4]]
+    jobs["statuses"] = {
+        "model": files["niryo"],
+        "solve": {
+            "positions": odd,
+            "quaternions": [[0, 0, 0, 1.0], [0, 0, 0.3, 1.0], [0, np.inf, 0, 1.0], [0, 0, 0, 1.0],
+                            [0, 0, 0, 1.0]],
+            "oneByOne": True,
+        },
+    }
+    work = out / "jobs.json"
+    work.write_text(json.dumps(spelled(list(jobs.values()))))
+    done = subprocess.run(
+        [NODE, str(RUNNER), str(work)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    answers = json.loads(done.stdout)
+    return {name: (job, answer) for (name, job), answer in zip(jobs.items(), answers)}
+
+
+def spelled(x):
+    """Non-finite numbers as the strings runner.mjs reads back ("NaN", "Infinity"): JSON has
+    no word for them."""
+    if isinstance(x, dict):
+        return {k: spelled(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [spelled(v) for v in x]
+    if isinstance(x, float) and not np.isfinite(x):
+        return "NaN" if np.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+    return x
+
+
+def nan(values):
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
+
+
+def test_the_file_holds_the_solver_s_buffers_and_their_checksum(solvers, tmp_path):
+    solver = solvers["niryo"]
+    data = web_model(solver)
+    assert data["format"] == FORMAT and data["dof"] == 6 and data["mode"] == "pose"
+    model = np.frombuffer(base64.b64decode(data["model"]["base64"]), "<f8")
+    netw = np.frombuffer(base64.b64decode(data["netw"]["base64"]), "<f4")
+    np.testing.assert_array_equal(model, solver._model)
+    np.testing.assert_array_equal(netw, solver._netw)
+    digest = hashlib.sha256(model.tobytes() + netw.tobytes()).hexdigest()
+    assert data["sha256"] == digest
+    path = write_web_model(solver, tmp_path)  # a folder: model.web.json in it
+    assert path == tmp_path / "model.web.json"
+    assert json.loads(path.read_text())["sha256"] == digest
+    assert [p.name for p in tmp_path.iterdir()] == ["model.web.json"]  # no temporary left
+
+
+def test_a_large_network_stays_well_under_two_megabytes(niryo):
+    # hidden [256, 256, 256], 4 heads: the size of the file, weights as float32
+    from robot_ik_nn.ik.network_forward import pack_network
+
+    rng = np.random.default_rng(0)
+    sizes, state = [9, 256, 256, 256, 48], {}
+    for i in range(4):
+        name = f"body.{i}" if i < 3 else "head"
+        state[f"{name}.weight"] = rng.standard_normal((sizes[i + 1], sizes[i]), np.float32)
+        state[f"{name}.bias"] = rng.standard_normal(sizes[i + 1], np.float32)
+    state.update(
+        j1_R=np.eye(3), j1_p=np.zeros(3), j1_basis=np.eye(3), pos_center=np.zeros(3),
+        pos_scale=np.ones(3), lower=niryo.lower, upper=niryo.upper, continuous=niryo.continuous,
+    )
+    net = pack_network(state, {"dof": 6, "mode": "pose", "heads": 4})
+    text = json.dumps(web_model(Solver(niryo, net, network_config={"mode": "pose"})))
+    assert len(text) < 1_000_000, len(text)
+
+
+@need_node
+def test_forward_kinematics_equal_the_python_kernel_s(web, solvers):
+    job, answer = web["forward"]
+    P, R = solvers["niryo"].forward(np.array(job["forward"]))
+    assert np.abs(nan(answer["forward"]["positions"]) - P.ravel()).max() <= 1e-9
+    assert np.abs(nan(answer["forward"]["rotations"]) - R.ravel()).max() <= 1e-9
+
+
+@need_node
+def test_the_network_s_candidates_equal_the_numpy_backend_s(web, solvers):
+    job, answer = web["candidates"]
+    c = job["candidates"]
+    R = np.array([quat_to_matrix(q) for q in c["quaternions"]])
+    want = solvers["niryo_numpy"].network_seeds(np.array(c["positions"]), R)
+    got = np.array(answer["candidates"]).reshape(want.shape)
+    assert np.abs(got - want).max() <= 1e-9
+
+
+@need_node
+@pytest.mark.parametrize("name", ["niryo", "niryo_nonet", "inmoov"])
+def test_answers_are_right_by_pybullet(web, solvers, name):
+    job, answer = web[name]
+    arm = solvers[name].arm
+    s = answer["solve"]
+    Q = nan(s["q"]).reshape(-1, arm.dof)
+    status = np.array(s["status"])
+    assert np.all(status != 2)  # every target is a pose the arm takes
+    assert np.all(Q >= arm.lower - 1e-12) and np.all(Q <= arm.upper + 1e-12)
+    with BulletFK.of(arm) as oracle:
+        P, R = oracle.fk_batch(Q)
+    want_P = np.array(job["solve"]["positions"])
+    want_R = np.array([quat_to_matrix(q) for q in job["solve"]["quaternions"]])
+    pos = np.linalg.norm(P - want_P, axis=1)
+    rot = rotation_angle(R, want_R)
+    within = (pos <= 1e-3 + 1e-6) & (rot <= 0.01 + 1e-6)
+    assert within.mean() >= 0.999, (within.mean(), pos.max(), rot.max())
+    # "solved" means solved: its reported errors are what PyBullet sees
+    ok = status == 0
+    assert np.all(within[ok])
+    assert np.abs(nan(s["posErr"])[ok] - pos[ok]).max() < 1e-6
+
+
+@need_node
+def test_statuses_and_reasons_are_the_python_solver_s(web, solvers):
+    job, answer = web["statuses"]
+    s, solver = job["solve"], solvers["niryo"]
+    for i, (p, q) in enumerate(zip(s["positions"], s["quaternions"])):
+        want = solver.solve(p, q)
+        assert ["solved", "best_effort", "rejected"][answer["solve"]["status"][i]] == want.status
+        assert answer["solve"]["reasons"][i] == want.reason

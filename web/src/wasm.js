@@ -1,0 +1,95 @@
+// The network's matrix-vector products in WebAssembly SIMD, built here from this source: a
+// module of one function, its bytes written out below (no compiler, no download). Where the
+// engine has no WebAssembly SIMD (WebAssembly.validate says so) network.js keeps its plain
+// JavaScript loop. Weights stay float32 as trained, promoted to float64 for every product and
+// sum, as in the Python kernel (the sums in another order: within 1e-12 of it).
+//
+//   layer(w, x, y, n4, nout): for each of nout rows, y[o] = sum_i W[o, i] x[i], where the rows
+//   start at byte w (float32, each padded to n4 * 4 values), x at byte x (float64), y at byte y.
+
+function leb(n) {
+  const out = [];
+  do {
+    let b = n & 0x7f;
+    n >>>= 7;
+    if (n !== 0) b |= 0x80;
+    out.push(b);
+  } while (n !== 0);
+  return out;
+}
+
+function section(id, bytes) {
+  return [id, ...leb(bytes.length), ...bytes];
+}
+
+const SIMD = 0xfd;
+const simd = (op) => [SIMD, ...leb(op)];
+const V128_LOAD = (offset) => [...simd(0x00), 4, ...leb(offset)];
+const V128_ZERO = [...simd(0x0c), ...new Array(16).fill(0)];
+const SWAP_HALVES = [...simd(0x0d), 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7];
+const PROMOTE_LOW = simd(0x5f); // f64x2.promote_low_f32x4
+const F64X2_ADD = simd(0xf0);
+const F64X2_MUL = simd(0xf2);
+const EXTRACT = (lane) => [...simd(0x21), lane]; // f64x2.extract_lane
+const get = (i) => [0x20, i];
+const set = (i) => [0x21, i];
+const i32 = (v) => [0x41, ...leb(v)]; // small non-negative constants only
+const LOOP = [0x03, 0x40];
+const END = 0x0b;
+
+// params: w 0, x 1, y 2, n4 3, nout 4; locals: i 5, xp 6 (i32); acc0 7, acc1 8, wv 9 (v128)
+const W = 0, X = 1, Y = 2, N4 = 3, NOUT = 4, I = 5, XP = 6, ACC0 = 7, ACC1 = 8, WV = 9;
+
+function body() {
+  return [
+    ...[2, 2, 0x7f, 3, 0x7b], // locals: 2 i32, 3 v128
+    ...LOOP, // rows
+    ...V128_ZERO, ...set(ACC0),
+    ...V128_ZERO, ...set(ACC1),
+    ...get(X), ...set(XP),
+    ...get(N4), ...set(I),
+    ...LOOP, // four inputs at a time
+    ...get(W), ...V128_LOAD(0), ...set(WV),
+    ...get(ACC0), ...get(WV), ...PROMOTE_LOW, ...get(XP), ...V128_LOAD(0), ...F64X2_MUL,
+    ...F64X2_ADD, ...set(ACC0),
+    ...get(ACC1), ...get(WV), ...get(WV), ...SWAP_HALVES, ...PROMOTE_LOW, ...get(XP),
+    ...V128_LOAD(16), ...F64X2_MUL, ...F64X2_ADD, ...set(ACC1),
+    ...get(W), ...i32(16), 0x6a, ...set(W),
+    ...get(XP), ...i32(32), 0x6a, ...set(XP),
+    ...get(I), ...i32(1), 0x6b, 0x22, I, // i -= 1 (local.tee)
+    0x0d, 0, // br_if: the inputs loop while i != 0
+    END,
+    ...get(Y),
+    ...get(ACC0), ...get(ACC1), ...F64X2_ADD, ...set(ACC0),
+    ...get(ACC0), ...EXTRACT(0), ...get(ACC0), ...EXTRACT(1), 0xa0, // f64.add
+    0x39, 3, 0, // f64.store
+    ...get(Y), ...i32(8), 0x6a, ...set(Y),
+    ...get(NOUT), ...i32(1), 0x6b, 0x22, NOUT,
+    0x0d, 0, // br_if: the rows loop while nout != 0
+    END,
+    END,
+  ];
+}
+
+function moduleBytes() {
+  const fn = body();
+  return new Uint8Array([
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    ...section(1, [1, 0x60, 5, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0]), // (i32 x5) -> ()
+    ...section(2, [1, 1, 0x6d, 3, 0x6d, 0x65, 0x6d, 0x02, 0x00, 1]), // import m.mem, 1 page
+    ...section(3, [1, 0]),
+    ...section(7, [1, 5, 0x6c, 0x61, 0x79, 0x65, 0x72, 0x00, 0]), // export "layer"
+    ...section(10, [1, ...leb(fn.length), ...fn]),
+  ]);
+}
+
+/** The compiled layer function over a fresh memory of `bytes`, or null where the engine has no
+ * WebAssembly SIMD. Returns {layer, memory}. */
+export function simdLayer(bytes) {
+  if (typeof WebAssembly === 'undefined') return null;
+  const code = moduleBytes();
+  if (!WebAssembly.validate(code)) return null;
+  const memory = new WebAssembly.Memory({ initial: Math.max(1, Math.ceil(bytes / 65536)) });
+  const instance = new WebAssembly.Instance(new WebAssembly.Module(code), { m: { mem: memory } });
+  return { layer: instance.exports.layer, memory };
+}
