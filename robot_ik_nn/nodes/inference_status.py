@@ -1,6 +1,7 @@
 """The inference node's verdicts: one ~/status message per target (its outcome, reason, counts
-and timings) and per FollowJointTrajectory goal, and refusals to the log at most once a second
-(inference_node.py mixes this in)."""
+and timings, and the answer's joints: ``joint_names`` and ``joints``, comma-separated, radians,
+whether or not they were commanded) and per FollowJointTrajectory goal, and refusals to the log
+at most once a second (inference_node.py mixes this in)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ WARN_EVERY = 1.0  # s: at most one refusal logged per this (all on ~/status)
 
 
 class StatusReports:
-    """For a node with ``arm``, ``counts`` (outcome -> targets), ``status_pub`` and
-    ``warned_at``, ``unwarned`` (the last refusal logged, those since)."""
+    """For a node with ``arm``, ``names`` (its joints), ``counts`` (outcome -> targets),
+    ``status_pub`` and ``warned_at``, ``unwarned`` (the last refusal logged, those since)."""
 
     def report(
         self, outcome: str, reason: str, started: float, answer=None, duration=None
@@ -32,6 +33,8 @@ class StatusReports:
             values.update(
                 pos_err_mm=f"{answer.pos_err * 1000:.4f}",
                 rot_err_deg=f"{np.degrees(answer.rot_err):.4f}",
+                joint_names=",".join(self.names),  # the answer (a stream's setpoints step to it)
+                joints=",".join(map(repr, answer.q.tolist())),
             )
         if duration is not None:
             values["time_from_start_s"] = f"{duration:.3f}"
