@@ -120,6 +120,8 @@ def policy_constants() -> dict:
         "LAM_FAR": float(kernel.LAM_FAR),
         "LAM_TRACK": float(kernel.LAM_TRACK),
         "ACCEPT_ITERS": int(kernel.ACCEPT_ITERS),
+        # 2**f on [-1/2, 1/2], highest power first: the compiled SiLU's exp (no libm call)
+        "EXP2_POLY": [float(getattr(network_forward, f"_E{i}")) for i in range(10, -1, -1)],
         "verdicts": {name: int(getattr(verdicts, name)) for name in _VERDICTS},
     }
 

@@ -2,6 +2,33 @@
 // function reads and writes the solver's preallocated Float64Arrays (kernel.js): matrices are
 // row-major (R[3 a + b]), the Jacobian is 6 rows of dof (J[r * dof + j]).
 
+// sin r and 1 - cos r on |r| <= pi/4 as forward.py computes them (its polynomials, the same
+// coefficients; no call into the engine's Math.sin and Math.cos, which cost more here)
+const S0 = -0.1666666666666666, S1 = 0.008333333333330951, S2 = -0.000198412698367143;
+const S3 = 2.7557316074995272e-6, S4 = -2.505112524744165e-8, S5 = 1.591760347662008e-10;
+const C0 = 0.04166666666666665, C1 = -0.0013888888888887638, C2 = 2.480158729905842e-5;
+const C3 = -2.755731741771678e-7, C4 = 2.0876176769798853e-9, C5 = -1.1384865299850569e-11;
+const ROUND = 1.5 * 2 ** 52; // x + ROUND - ROUND: x rounded to a whole number
+const TWO_OVER_PI = 2 / Math.PI;
+// pi / 2 in three parts whose products with a small whole number are exact (Cody and Waite)
+const PIO2_1 = 1.5707963267341256, PIO2_2 = 6.0771005065061922e-11, PIO2_3 = 2.0222662487959506e-21;
+
+/** sin x into SC[0] and 1 - cos x into SC[1] (|x| below about 1e5, as LM meets joint angles). */
+export const SC = new Float64Array(2);
+export function sincos(x) {
+  const turns = x * TWO_OVER_PI + ROUND - ROUND;
+  const r = x - turns * PIO2_1 - turns * PIO2_2 - turns * PIO2_3;
+  const r2 = r * r;
+  const sr = r + r * r2 * (S0 + r2 * (S1 + r2 * (S2 + r2 * (S3 + r2 * (S4 + r2 * S5)))));
+  const cm = r2 * (0.5 - r2 * (C0 + r2 * (C1 + r2 * (C2 + r2 * (C3 + r2 * (C4 + r2 * C5))))));
+  const quarter = turns & 3; // sin and cos of x from those of r: turned by quarter * pi / 2
+  const odd = (quarter & 1) === 1;
+  const a = odd ? 1 - cm : sr;
+  const b = odd ? sr : 1 - cm;
+  SC[0] = quarter >= 2 ? -a : a;
+  SC[1] = quarter === 0 ? cm : quarter === 3 ? 1 - b : 1 + b;
+}
+
 /** Tip position k.p and rotation k.R for joints q; with wantJac also the geometric Jacobian J
  * (rows vx vy vz wx wy wz). */
 export function fk(k, q, J, wantJac) {
@@ -45,8 +72,9 @@ export function fk(k, q, J, wantJac) {
       y += zy * d;
       z += zz * d;
     } else {
-      const s = Math.sin(q[j]);
-      const c = 1 - Math.cos(q[j]);
+      sincos(q[j]);
+      const s = SC[0];
+      const c = SC[1];
       m0 = A[a] + s * B[a] + c * C[a];
       m1 = A[a + 1] + s * B[a + 1] + c * C[a + 1];
       m2 = A[a + 2] + s * B[a + 2] + c * C[a + 2];

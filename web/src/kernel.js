@@ -241,16 +241,28 @@ export function dampedStep(k, J, e, m) {
     }
     return;
   }
-  for (let a = 0; a < n; a++) {
-    let acc = 0;
-    for (let r = 0; r < m; r++) acc += J[r * n + a] * e[r];
-    rhs[a] = acc;
-    for (let b = 0; b <= a; b++) {
-      acc = 0;
-      for (let r = 0; r < m; r++) acc += J[r * n + a] * J[r * n + b];
-      H[a * n + b] = acc;
+  // J^T J and J^T e, the rows of J written out (m is 6, or 3 for a position alone)
+  const e0 = e[0], e1 = e[1], e2 = e[2];
+  if (m === 6) {
+    const e3 = e[3], e4 = e[4], e5 = e[5];
+    for (let a = 0; a < n; a++) {
+      const j0 = J[a], j1 = J[n + a], j2 = J[2 * n + a];
+      const j3 = J[3 * n + a], j4 = J[4 * n + a], j5 = J[5 * n + a];
+      rhs[a] = j0 * e0 + j1 * e1 + j2 * e2 + j3 * e3 + j4 * e4 + j5 * e5;
+      for (let b = 0; b <= a; b++) {
+        H[a * n + b] =
+          j0 * J[b] + j1 * J[n + b] + j2 * J[2 * n + b] +
+          j3 * J[3 * n + b] + j4 * J[4 * n + b] + j5 * J[5 * n + b];
+      }
+      H[a * n + a] += lam;
     }
-    H[a * n + a] += lam;
+  } else {
+    for (let a = 0; a < n; a++) {
+      const j0 = J[a], j1 = J[n + a], j2 = J[2 * n + a];
+      rhs[a] = j0 * e0 + j1 * e1 + j2 * e2;
+      for (let b = 0; b <= a; b++) H[a * n + b] = j0 * J[b] + j1 * J[n + b] + j2 * J[2 * n + b];
+      H[a * n + a] += lam;
+    }
   }
   choleskySolve(H, n, rhs, n, step);
 }

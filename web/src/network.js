@@ -46,6 +46,8 @@ export class Net {
       b += sizes[l + 1];
     }
     this.w = spec.netw; // Float32Array: weights, then biases
+    const poly = spec.constants.EXP2_POLY;
+    this.exp2 = Array.isArray(poly) && poly.length === 11 ? Float64Array.from(poly) : null;
     const width = spec.width;
     this.a1 = new Float64Array(width);
     this.a2 = new Float64Array(width);
@@ -62,7 +64,7 @@ export class Net {
     let bytes = 2 * act;
     for (let l = 0; l < this.layers; l++) {
       wBytes[l] = bytes;
-      bytes += sizes[l + 1] * pad(sizes[l]) * 4;
+      bytes += (sizes[l + 1] + (sizes[l + 1] % 2)) * pad(sizes[l]) * 4; // rows: an even number
     }
     const made = simdLayer(bytes);
     if (made === null) return null;
@@ -81,8 +83,8 @@ export class Net {
   }
 }
 
-/** y = W x + b over one layer (then SiLU), four rows at a time. */
-function layer(w, wo, bo, nin, nout, x, y, act) {
+/** y = W x over one layer, four rows at a time (plain loops: engines without WebAssembly SIMD). */
+function layer(w, wo, nin, nout, x, y) {
   let o = 0;
   for (; o + 4 <= nout; o += 4) {
     let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -97,22 +99,52 @@ function layer(w, wo, bo, nin, nout, x, y, act) {
       s2 += w[r2 + i] * xi;
       s3 += w[r3 + i] * xi;
     }
-    y[o] = s0 + w[bo + o];
-    y[o + 1] = s1 + w[bo + o + 1];
-    y[o + 2] = s2 + w[bo + o + 2];
-    y[o + 3] = s3 + w[bo + o + 3];
+    y[o] = s0;
+    y[o + 1] = s1;
+    y[o + 2] = s2;
+    y[o + 3] = s3;
   }
   for (; o < nout; o++) {
     let s = 0;
     const r = wo + o * nin;
     for (let i = 0; i < nin; i++) s += w[r + i] * x[i];
-    y[o] = s + w[bo + o];
+    y[o] = s;
   }
-  if (act) {
-    for (let i = 0; i < nout; i++) {
-      const v = y[i];
-      y[i] = v / (1 + Math.exp(-v));
+}
+
+const LOG2E = 1 / Math.log(2);
+const ROUND = 1.5 * 2 ** 52; // t + ROUND - ROUND: t rounded to a whole number
+const POW2 = new Float64Array(2041); // 2**k for k in [-1020, 1020]
+for (let k = -1020; k <= 1020; k++) POW2[k + 1020] = 2 ** k;
+
+/** The biases added to y, then (act) SiLU, y / (1 + exp(-y)), with exp(-y) = 2**k 2**f as the
+ * compiled kernel computes it (the model file's polynomial for 2**f on [-1/2, 1/2]; Math.exp
+ * for a file without one). */
+function biasAndSilu(net, y, bo, nout, act) {
+  const w = net.w;
+  if (!act) {
+    for (let o = 0; o < nout; o++) y[o] += w[bo + o];
+    return;
+  }
+  const P = net.exp2;
+  if (P === null) {
+    for (let o = 0; o < nout; o++) {
+      const v = y[o] + w[bo + o];
+      y[o] = v / (1 + Math.exp(-v));
     }
+    return;
+  }
+  const p10 = P[0], p9 = P[1], p8 = P[2], p7 = P[3], p6 = P[4], p5 = P[5];
+  const p4 = P[6], p3 = P[7], p2 = P[8], p1 = P[9], p0 = P[10];
+  for (let o = 0; o < nout; o++) {
+    const v = y[o] + w[bo + o];
+    let t = -v * LOG2E;
+    t = t < -1020 ? -1020 : t > 1020 ? 1020 : t;
+    const k = t + ROUND - ROUND;
+    const f = t - k;
+    const p = (((((((((p10 * f + p9) * f + p8) * f + p7) * f + p6) * f + p5) * f + p4) * f +
+      p3) * f + p2) * f + p1) * f + p0;
+    y[o] = v / (1 + p * POW2[(k + 1020) | 0]);
   }
 }
 
@@ -185,25 +217,16 @@ export function netForward(net, pt, Rt, cur, hasCur, out) {
     const even = l % 2 === 0;
     const xs = even ? net.a2 : net.a1;
     const ys = even ? net.a1 : net.a2;
-    if (simd === null) {
-      layer(net.w, net.wOff[l], net.bOff[l], sizes[l], sizes[l + 1], xs, ys, l < layers - 1);
-      continue;
-    }
     const nin = sizes[l];
     const nout = sizes[l + 1];
-    const n4 = (nin + 3) >> 2;
-    for (let i = nin; i < 4 * n4; i++) xs[i] = 0; // the padding's inputs
-    simd.layer(simd.wBytes[l], even ? simd.act : 0, even ? 0 : simd.act, n4, nout);
-    const w = net.w;
-    const bo = net.bOff[l];
-    if (l < layers - 1) {
-      for (let o = 0; o < nout; o++) {
-        const v = ys[o] + w[bo + o];
-        ys[o] = v / (1 + Math.exp(-v));
-      }
+    if (simd === null) {
+      layer(net.w, net.wOff[l], nin, nout, xs, ys);
     } else {
-      for (let o = 0; o < nout; o++) ys[o] += w[bo + o];
+      const n4 = (nin + 3) >> 2;
+      for (let i = nin; i < 4 * n4; i++) xs[i] = 0; // the padding's inputs
+      simd.layer(simd.wBytes[l], even ? simd.act : 0, even ? 0 : simd.act, n4, (nout + 1) >> 1);
     }
+    biasAndSilu(net, ys, net.bOff[l], nout, l < layers - 1);
   }
   const raw = (layers - 1) % 2 === 0 ? net.a1 : net.a2;
   for (let hj = 0; hj < net.heads * dof; hj++) {

@@ -4,8 +4,9 @@
 // JavaScript loop. Weights stay float32 as trained, promoted to float64 for every product and
 // sum, as in the Python kernel (the sums in another order: within 1e-12 of it).
 //
-//   layer(w, x, y, n4, nout): for each of nout rows, y[o] = sum_i W[o, i] x[i], where the rows
-//   start at byte w (float32, each padded to n4 * 4 values), x at byte x (float64), y at byte y.
+//   layer(w, x, y, n4, pairs): for each of 2 * pairs rows, y[o] = sum_i W[o, i] x[i], where the
+//   rows start at byte w (float32, each padded to n4 * 4 values, an even number of rows: a zero
+//   row after an odd one), x at byte x (float64), y at byte y.
 
 function leb(n) {
   const out = [];
@@ -37,35 +38,55 @@ const i32 = (v) => [0x41, ...leb(v)]; // small non-negative constants only
 const LOOP = [0x03, 0x40];
 const END = 0x0b;
 
-// params: w 0, x 1, y 2, n4 3, nout 4; locals: i 5, xp 6 (i32); acc0 7, acc1 8, wv 9 (v128)
-const W = 0, X = 1, Y = 2, N4 = 3, NOUT = 4, I = 5, XP = 6, ACC0 = 7, ACC1 = 8, WV = 9;
+// params: w 0, x 1, y 2, n4 3, pairs 4; locals: i 5, xp 6, w1 7 (i32); acc0-3 8-11, wv 12,
+// x01 13, x23 14 (v128). Two rows at a time (each x loaded once serves both), four inputs a step.
+const W = 0, X = 1, Y = 2, N4 = 3, PAIRS = 4, I = 5, XP = 6, W1 = 7;
+const ACC = [8, 9, 10, 11], WV = 12, X01 = 13, X23 = 14;
+
+function accumulate(acc, xv, swap) {
+  return [
+    ...get(acc), ...get(WV), ...(swap ? [...get(WV), ...SWAP_HALVES] : []), ...PROMOTE_LOW,
+    ...get(xv), ...F64X2_MUL, ...F64X2_ADD, ...set(acc),
+  ];
+}
+
+function store(a, b, offset) {
+  return [
+    ...get(Y),
+    ...get(a), ...get(b), ...F64X2_ADD, ...set(a),
+    ...get(a), ...EXTRACT(0), ...get(a), ...EXTRACT(1), 0xa0, // f64.add
+    0x39, 3, ...leb(offset), // f64.store
+  ];
+}
 
 function body() {
   return [
-    ...[2, 2, 0x7f, 3, 0x7b], // locals: 2 i32, 3 v128
-    ...LOOP, // rows
-    ...V128_ZERO, ...set(ACC0),
-    ...V128_ZERO, ...set(ACC1),
+    ...[2, 3, 0x7f, 7, 0x7b], // locals: 3 i32, 7 v128
+    ...LOOP, // pairs of rows
+    ...V128_ZERO, ...set(ACC[0]), ...V128_ZERO, ...set(ACC[1]),
+    ...V128_ZERO, ...set(ACC[2]), ...V128_ZERO, ...set(ACC[3]),
     ...get(X), ...set(XP),
     ...get(N4), ...set(I),
+    ...get(W), ...get(N4), ...i32(16), 0x6c, 0x6a, ...set(W1), // the second row: w + 16 n4
     ...LOOP, // four inputs at a time
+    ...get(XP), ...V128_LOAD(0), ...set(X01),
+    ...get(XP), ...V128_LOAD(16), ...set(X23),
     ...get(W), ...V128_LOAD(0), ...set(WV),
-    ...get(ACC0), ...get(WV), ...PROMOTE_LOW, ...get(XP), ...V128_LOAD(0), ...F64X2_MUL,
-    ...F64X2_ADD, ...set(ACC0),
-    ...get(ACC1), ...get(WV), ...get(WV), ...SWAP_HALVES, ...PROMOTE_LOW, ...get(XP),
-    ...V128_LOAD(16), ...F64X2_MUL, ...F64X2_ADD, ...set(ACC1),
+    ...accumulate(ACC[0], X01, false), ...accumulate(ACC[1], X23, true),
+    ...get(W1), ...V128_LOAD(0), ...set(WV),
+    ...accumulate(ACC[2], X01, false), ...accumulate(ACC[3], X23, true),
     ...get(W), ...i32(16), 0x6a, ...set(W),
+    ...get(W1), ...i32(16), 0x6a, ...set(W1),
     ...get(XP), ...i32(32), 0x6a, ...set(XP),
     ...get(I), ...i32(1), 0x6b, 0x22, I, // i -= 1 (local.tee)
     0x0d, 0, // br_if: the inputs loop while i != 0
     END,
-    ...get(Y),
-    ...get(ACC0), ...get(ACC1), ...F64X2_ADD, ...set(ACC0),
-    ...get(ACC0), ...EXTRACT(0), ...get(ACC0), ...EXTRACT(1), 0xa0, // f64.add
-    0x39, 3, 0, // f64.store
-    ...get(Y), ...i32(8), 0x6a, ...set(Y),
-    ...get(NOUT), ...i32(1), 0x6b, 0x22, NOUT,
-    0x0d, 0, // br_if: the rows loop while nout != 0
+    ...get(W1), ...set(W), // past both rows
+    ...store(ACC[0], ACC[1], 0),
+    ...store(ACC[2], ACC[3], 8),
+    ...get(Y), ...i32(16), 0x6a, ...set(Y),
+    ...get(PAIRS), ...i32(1), 0x6b, 0x22, PAIRS,
+    0x0d, 0, // br_if: the rows loop while pairs != 0
     END,
     END,
   ];
