@@ -109,3 +109,74 @@ def test_compiled_before_says_whether_the_first_solve_compiles(tmp_path):
     (folder / "kernel.py").write_text("LAM = 1e-9\n")  # sources changed: dropped, compiles again
     numba_cache.keep_in_step(str(folder))
     assert not numba_cache.compiled_before(str(folder))
+
+
+def test_the_warm_up_line_says_compiling_until_the_cache_holds_the_code(tmp_path, monkeypatch):
+    """One line before the compiled functions are made ready: "compiling" while numba's cache
+    holds no code of a function for this machine, "loaded ... from cache" once it does."""
+    import importlib
+
+    (tmp_path / "warm_up_line_probe.py").write_text(
+        "from numba import njit\n\n\n@njit(cache=True)\ndef add_one(x):\n    return x + 1.0\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    probe = importlib.import_module("warm_up_line_probe")
+    line = numba_cache.warm_up_line([probe.add_one])
+    assert line.startswith("compiling the solver (first run after an install, ~")
+    assert numba_cache.uncached([probe.add_one]) == [probe.add_one]
+    assert probe.add_one(1.0) == 2.0  # compiled, and written to the cache
+    assert numba_cache.uncached([probe.add_one]) == []
+    assert numba_cache.warm_up_line([probe.add_one]) == "loaded compiled solver from cache"
+
+
+def _signatures() -> dict:
+    """Every compiled function of the IK core and the argument types it holds code for."""
+    import importlib
+    import pkgutil
+
+    from numba.core.registry import CPUDispatcher
+
+    import robot_ik_nn.ik as ik
+
+    out = {}
+    for info in pkgutil.iter_modules(ik.__path__):
+        if info.name == "torch_solver":
+            continue
+        module = importlib.import_module(f"robot_ik_nn.ik.{info.name}")
+        for name, value in vars(module).items():
+            if isinstance(value, CPUDispatcher) and value.__module__ == module.__name__:
+                out[f"{info.name}.{name}"] = set(map(str, value.signatures))
+    return out
+
+
+def test_after_warm_up_paths_and_their_planners_compile_nothing(panda):
+    """Solver.warm_up makes ready every compiled call a path can make: afterwards a drawn
+    path, both planners run on it directly (whatever the tracking needed), a polish, a batch
+    and several answers add no compiled code (no compile on a node's first ~/target_path)."""
+    from robot_ik_nn.arm.rotations import matrix_to_quaternion
+    from robot_ik_nn.bench.paths import spline_path
+    from robot_ik_nn.ik.layers import polished
+    from robot_ik_nn.ik.path_planners import SelfMotionPlanner, branches
+    from robot_ik_nn.ik.settings import IKSettings
+    from robot_ik_nn.ik.solver import Solver
+
+    solver = Solver(panda, settings=IKSettings(collision_check=True))
+    said = []
+    solver.warm_up(say=said.append)
+    assert len(said) == 1 and "solver" in said[0]
+    before = _signatures()
+    q_path, P, R = spline_path(panda, solver.forward, 1001, targets=40)
+    Q = matrix_to_quaternion(R)
+    path = solver.solve_path(P, Q, start=q_path[0])
+    planner = SelfMotionPlanner(solver, P, Q, None, 0.1, 0.2)
+    planner.plan(q_path[0], path.q[:, None], 4)
+    SelfMotionPlanner(solver, P, Q, 3, 0.1, 0.2).plan(q_path[0], path.q[:, None], 10)
+    branches(solver, P, Q, q_path[0], path.q, 10, 0.2, None, onward=True)
+    branches(solver, P, Q, q_path[0], path.q, 10, 0.2, planner)
+    polished(solver, P, Q, q_path)
+    solver.solve_batch(P, Q, current=q_path)
+    solver.solve(P[0], Q[0], solutions=3)
+    solver.solve([2.0, 0.0, 0.3], Q[0], current=q_path[0])  # out of reach: refused, with words
+    after = _signatures()
+    new = {k: after[k] - before.get(k, set()) for k in after}
+    assert {k: v for k, v in new.items() if v} == {}

@@ -87,3 +87,69 @@ def compiled_before(folder: str = HERE) -> bool:
         return any(p.suffix == ".nbi" for p in place.iterdir())
     except OSError:
         return False
+
+
+# About how many seconds each entry takes to compile in a fresh cache, on the 2-core machine this
+# package is developed on (numba's compile events of a fresh Solver.warm_up of the Panda: 237 s
+# of CPU in all, shared out by the events' lengths; 1,327 s of wall under a load of 10): the
+# estimate the line below gives.
+COMPILE_S = {
+    "solve_one": 120,
+    "carried": 2,
+    "solve_many": 10,
+    "solve_batch": 40,
+    "forward_batch": 3,
+    "manipulability": 2,
+    "sweep": 25,
+    "walk": 16,
+    "polish": 4,
+    "_cheapest": 2,
+    "free": 8,
+}
+
+
+def entries() -> list:
+    """The compiled functions the package calls from Python on a served target, a path or a
+    batch (each holds the compiled functions it calls): what ``Solver.warm_up`` makes ready."""
+    from . import collision, layers, policy, selfmotion, several_answers, walk
+
+    return [
+        policy.solve_one,
+        policy.carried,
+        several_answers.solve_many,
+        policy.solve_batch,
+        policy.forward_batch,
+        several_answers.manipulability,
+        selfmotion.sweep,
+        walk.walk,
+        walk.polish,
+        layers._cheapest,
+        collision.free,
+    ]
+
+
+def uncached(dispatchers=None) -> list:
+    """Those of ``dispatchers`` (default :func:`entries`) that numba's cache holds no compiled
+    code of for these sources and this machine: the ones a first call compiles. Read through
+    numba's own cache index (not public API: where it fails, every one is taken as uncached)."""
+    missing = []
+    for dispatcher in entries() if dispatchers is None else dispatchers:
+        try:
+            index = dispatcher._cache._cache_file._load_index()  # {} when the sources changed
+            magic = dispatcher.targetctx.codegen().magic_tuple()
+            cached = any(key[1] == magic for key in index)
+        except Exception:  # noqa: BLE001 (numba's internals moved: assume it compiles)
+            cached = False
+        if not cached:
+            missing.append(dispatcher)
+    return missing
+
+
+def warm_up_line(dispatchers=None) -> str:
+    """The one line said before the compiled functions are made ready: compiling (with about
+    how long it takes) or loading them from numba's cache."""
+    missing = uncached(dispatchers)
+    if not missing:
+        return "loaded compiled solver from cache"
+    seconds = sum(COMPILE_S.get(d.__name__, 5) for d in missing)
+    return f"compiling the solver (first run after an install, ~{seconds} s)..."

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arm.rotations import matrix_to_quaternion
 from .inputs import joints, rows
 from .layers import polished
 from .path_planners import SelfMotionPlanner, branches
@@ -188,3 +189,22 @@ def _largest_step(start, q) -> tuple[float, int]:
     steps = np.where(np.isnan(steps), np.inf, steps)
     at = int(np.argmax(steps))
     return float(steps[at]), at
+
+
+def warm_up(solver) -> None:
+    """Make every compiled call ``solve_path`` can make once (compiled, or loaded from numba's
+    cache), so that a first path costs what a second does: a path of two targets, the base
+    turned by 0.4 of its range between them, that no way crosses within ``max_step`` 0.02 rad,
+    so every stage runs and fails in turn (the tracking and its streams, the self-motion's
+    sweeps, walks and layers, the branches and the full policy's batch), then a polish and a
+    batch of the kind a planned way and ``solve_batch`` take. ``Solver.warm_up`` calls it."""
+    arm = solver.arm
+    mid = np.asarray(arm.mid_range, dtype=float)
+    far = mid.copy()
+    far[0] += 0.4 * min(float(arm.upper[0] - arm.lower[0]), 2 * np.pi)
+    both = np.stack([mid, far])
+    P, R = solver.forward(both)
+    Q = matrix_to_quaternion(R)
+    solve_path(solver, P, Q, start=mid, max_step=0.02, spacing=0.01, every=1)
+    polished(solver, P, Q, both)
+    solver.solve_batch(P, Q, current=both, warm=both[:, None])

@@ -328,18 +328,28 @@ class Solver(Variants):
             raise ValueError("this solver has no network")
         return network_backends.candidates(self, P, R, current)
 
-    def warm_up(self) -> float:
-        """Compile (or load from numba's cache) the entries a served target can take, before the
-        first one arrives: one answer, a tracked one and, with refinement, several answers, on a
-        pose the arm itself takes. Returns the seconds spent."""
+    def warm_up(self, say=None) -> float:
+        """Compile (or load from numba's cache) every compiled entry a served target, a path or
+        a batch can take, before the first one arrives: one answer, a tracked one, with
+        refinement several answers and a path whose every planner runs (path.warm_up), on
+        poses the arm itself takes; and the collision check of a best effort. ``say``: called
+        first with one line saying whether that compiles (about how long) or loads from the
+        cache. Returns the seconds spent."""
+        from . import path
+        from .numba_cache import warm_up_line
+
+        if say is not None:
+            say(warm_up_line())
         started = time.perf_counter()
         mid = self.arm.mid_range
         p, R = self.forward(mid)
         quat = matrix_to_quaternion(R[0]) if self.mode == "pose" else None
         self.solve(p[0], quat)
         self.solve(p[0], quat, current=mid, last=mid, previous=mid)  # a stream's step carried
+        self._collides(mid)  # a best effort's words say whether it collides
         if self.settings.refines:
             self.solve(p[0], quat, current=mid, solutions=2)
+            path.warm_up(self)
         return time.perf_counter() - started
 
     # -- kinematics -------------------------------------------------------------------------------

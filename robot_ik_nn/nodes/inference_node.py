@@ -138,7 +138,9 @@ class InferenceNode(StatusReports, Node):
         self.stream_dt = 1.0 / p["stream_rate"]
         self.counts = dict.fromkeys(STATUS, 0)
         self.warned_at, self.unwarned = -math.inf, 0  # the last refusal logged; those since
-        warm_up = self.solver.warm_up()
+        # every compiled entry a target, a path or MoveIt's query can take, compiled (or loaded
+        # from numba's cache) before any topic or service is offered: none waits on a compile
+        warm_up = self.solver.warm_up(say=self.get_logger().info)
 
         self.command_pub = self.create_publisher(JointState, "joint_command", RELIABLE)
         self.trajectory_pub = self.create_publisher(
