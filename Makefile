@@ -1,11 +1,13 @@
 # robot_ik_nn — two commands on a fresh machine:
 #   make train   a ROS 2 training session for the Niryo One (full pose, CPU, < 5 min), then the eval table
 #   make test    lint (ruff, line length 99) and the whole test suite; installs chromium for the
-#                browser-page tests when it is missing and can (root with apt-get)
+#                browser-page tests when it is missing and can (root with apt-get), and builds the
+#                web pages (make web)
 # Both create .venv when it is missing and install what the package needs; the command line,
 # robot-ik-nn, is then .venv/bin/robot-ik-nn (source .venv/bin/activate).
 #   make test-fast   the pure-Python core alone: no ROS, no browser, nothing marked slow
 #   make docs        the documentation (Sphinx, as rosdoc2 builds it) into docs/_build/html
+#   make web         the web pages of export --web (web/dist), with Node and npm
 
 PYTHON      ?= python3
 VENV        ?= .venv
@@ -25,7 +27,7 @@ ROS_WHEELS  := 'ros-rclpy[fastrtps]' ros-std-msgs ros-sensor-msgs ros-geometry-m
                ros-ament-cmake-ros ros-ament-cmake-ros-core ros-ament-cmake-include-directories \
                ros-ament-package
 
-.PHONY: install venv test test-fast test-gpu lint chromium docs train screenshots clean
+.PHONY: install venv test test-fast test-gpu lint chromium web docs train screenshots clean
 
 # the venv, rebuilt (not wiped) when setup.py or package.xml change
 install venv: $(STAMP)
@@ -44,7 +46,7 @@ endif
 	$(PIP) install -q -e '.[train,serve,peers,hardware,view,test,docs]'
 	@touch $@
 
-test: $(STAMP) lint chromium
+test: $(STAMP) lint chromium web
 	$(PY) -m pytest -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
 
 # the tests that need neither ROS, nor a browser, nor minutes: the pure-Python core
@@ -59,6 +61,27 @@ chromium:
 	  || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
 	       && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
 	  || echo "chromium could not be installed: the browser tests will skip"
+
+# the web pages that export --web copies (web/dist: three.js, urdf-loader and the JavaScript
+# solver bundled by esbuild, nothing fetched from a CDN). Node and npm from Debian's packages when
+# missing (as root with apt-get); npm ci when web/node_modules is missing or older than the
+# lockfile (npm writes node_modules/.package-lock.json as it installs); then npm run build. Where
+# npm cannot run or install, it says so and make test goes on: the web tests skip and say why;
+# a page that does not build fails here
+WEB_INSTALLED := web/node_modules/.package-lock.json
+web:
+	@command -v npm >/dev/null 2>&1 \
+	  || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	       && apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null; } \
+	  || true
+	@if ! command -v npm >/dev/null 2>&1; then \
+	  echo "npm could not be installed: the web pages are not built, their tests will skip"; \
+	elif [ -e $(WEB_INSTALLED) ] && [ ! web/package-lock.json -nt $(WEB_INSTALLED) ] \
+	     || (cd web && npm ci --no-audit --no-fund); then \
+	  cd web && npm run --silent build; \
+	else \
+	  echo "npm ci failed in web/ (offline?): the web pages are not built, their tests will skip"; \
+	fi
 
 # the CUDA tests alone, on a machine with a GPU: without CUDA they fail here instead of skipping
 test-gpu: $(STAMP)
@@ -88,4 +111,4 @@ train: $(STAMP)
 	@echo "robot-ik-nn is $(VENV)/bin/robot-ik-nn: source $(VENV)/bin/activate to call it by name"
 
 clean:
-	rm -rf $(VENV) build install log .pytest_cache *.egg-info docs/_build
+	rm -rf $(VENV) build install log .pytest_cache *.egg-info docs/_build web/dist web/node_modules

@@ -54,6 +54,7 @@ for (const name of await readdir(out)) {
 }
 if (foreign.length > 0) {
   console.error(`the build names URLs a page might fetch:\n  ${foreign.join('\n  ')}`);
+  await rm(out, { recursive: true, force: true }); // no pages to export that would fetch them
   process.exit(1);
 }
 console.log(`built ${ENTRIES.map((e) => `dist/${e}.js`).join(', ')} and the pages in ${out}`);

@@ -45,9 +45,9 @@ async function main() {
   const start = solver.forward(q);
   placeInBase(robot, solver.baseLink, target, start.position, start.quaternion);
 
-  camera.position.set(reach * 1.7, reach * 1.3, reach * 1.9);
+  camera.position.set(reach * 1.15, reach * 0.85, reach * 1.3);
   const orbit = new OrbitControls(camera, renderer.domElement);
-  orbit.target.set(0, reach * 0.35, 0);
+  orbit.target.set(-reach * 0.15, reach * 0.3, 0);
   orbit.update();
   const drag = new TransformControls(camera, renderer.domElement);
   drag.setSize(0.8);

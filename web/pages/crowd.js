@@ -125,8 +125,8 @@ async function main() {
   const baseInRoot = new THREE.Matrix4().copy(robot.matrixWorld).invert().multiply(base0.matrixWorld);
 
   const size = spacing * cols;
-  camera.position.set(size * 0.55, size * 0.6, size * 0.75);
-  camera.lookAt(0, 0, 0);
+  camera.position.set(-size * 0.05, size * 0.75, size * 0.9);
+  camera.lookAt(-size * 0.12, 0, 0);
   $('robot').textContent = `${n} arms: ${solver.robot || 'arm'}, ${dof} joints`;
 
   const positions = new Float64Array(3 * n);
