@@ -291,9 +291,9 @@ def calibrated(live, nominal, tmp_path_factory):
         time.sleep(0.5)
         states = probe.received["/joint_states"]
         before = len(states)
-        time.sleep(1.5)
+        probe.wait_for(lambda: len(states) > before + 50, 60, "the held arm's readings")
         held = np.array([m.position for m in states[before:]])
-        assert len(held) > 10 and np.ptp(held, axis=0).max() < 1e-4
+        assert np.ptp(held, axis=0).max() < 1e-4
         assert _progress(probe)["state"] == "paused"
         taken = _progress(probe)["taken"]
         _call(probe, "/calibration_node/resume")
@@ -321,9 +321,9 @@ def _call(probe, service):
     from std_srvs.srv import Trigger
 
     client = probe.node.create_client(Trigger, service)
-    assert client.wait_for_service(10)
+    assert client.wait_for_service(60)
     future = client.call_async(Trigger.Request())
-    probe.wait_for(future.done, 10, service)
+    probe.wait_for(future.done, 60, service)
     assert future.result().success
 
 
@@ -427,7 +427,7 @@ def test_a_live_session_writes_a_folder_that_serves_the_true_arm(
     assert np.median(pe) * 10 < np.median(npe)
 
 
-def _measured_after(probe, since, count=5, timeout=5.0):
+def _measured_after(probe, since, count=5, timeout=60.0):
     """The tracker's next ``count`` poses stamped after ``since`` (s), 4x4, its own frame."""
     got = probe.received["/measured_pose"]
 
@@ -445,7 +445,7 @@ def _measured_after(probe, since, count=5, timeout=5.0):
     return out
 
 
-def _settled(probe, after, still=1e-4, span=0.4, timeout=20.0):
+def _settled(probe, after, still=1e-4, span=0.4, timeout=60.0):
     """The stamp of a joint reading ending ``span`` s of stillness, later than ``after``."""
     states = probe.received["/joint_states"]
 

