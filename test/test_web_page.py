@@ -5,7 +5,8 @@ nothing else, the arm is drawn, the page's answers are judged by PyBullet's forw
 missing, truncated or foreign model file gets a message in the page, which stays responsive.
 
 Needs the pages built (make web, or cd web && npm ci && npm run build) and chromium: without
-either, these tests skip and say why."""
+either, these tests skip and say why (the two that write the folder's parts alone need neither).
+"""
 
 import functools
 import io
@@ -23,13 +24,16 @@ import pytest
 from browser_helpers import Browser
 from fk_oracle import BulletFK, matrix_to_quat, rotation_angle
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
 POS_TOL, ROT_TOL = 1e-3, 0.01  # m, rad: the verdict asked of every answer
 TARGETS = 240
 # names of XML namespaces (document.createElementNS): identifiers a browser never requests
 NAMESPACES = {"http://www.w3.org/1999/xhtml", "http://www.w3.org/2000/svg"}
 URL = re.compile(r"https?://[^\s\"'`)<>\\]+")
+
+
+def chromium_test(f):
+    """The tests that export a model and open chromium (out of make test-fast)."""
+    return pytest.mark.browser(pytest.mark.slow(f))
 
 
 class RecordingBrowser(Browser):
@@ -115,6 +119,37 @@ def pixels(png: bytes) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float)
 
 
+def test_meshes_the_urdf_names_are_copied_and_renamed_for_the_page(tmp_path):
+    from robot_ik_nn.web.folder import copy_meshes
+
+    (tmp_path / "pkg" / "urdf").mkdir(parents=True)
+    (tmp_path / "pkg" / "meshes").mkdir()
+    (tmp_path / "pkg" / "meshes" / "link.stl").write_bytes(b"solid link\nendsolid link\n")
+    urdf = (
+        '<robot name="r"><link name="a"><visual><geometry>'
+        '<mesh filename="package://pkg/meshes/link.stl" scale="1 1 1"/></geometry></visual>'
+        '<visual><geometry><mesh scale="1 1 1" filename="package://pkg/meshes/gone.stl"/>'
+        "</geometry></visual></link></robot>"
+    )
+    out = tmp_path / "site"
+    out.mkdir()
+    text, missing = copy_meshes(urdf, [str(tmp_path / "pkg" / "urdf")], out)
+    assert missing == ["package://pkg/meshes/gone.stl"]
+    names = re.findall(r'filename="([^"]*)"', text)
+    assert names[1] == "package://pkg/meshes/gone.stl"  # left as it was
+    assert not names[0].startswith(("package:", "/")), names[0]  # relative to the page
+    assert (out / names[0]).read_bytes() == b"solid link\nendsolid link\n"
+
+
+def test_export_without_built_pages_says_how_to_build_them(tmp_path):
+    from robot_ik_nn.web.folder import WebFolderError, write_web_folder
+
+    with pytest.raises(WebFolderError, match="make web"):
+        write_web_folder("unused", tmp_path / "site", dist=tmp_path / "no_dist")
+    assert not (tmp_path / "site").exists()
+
+
+@chromium_test
 def test_export_refuses_a_folder_there_unless_forced(site, niryo_model, capsys):
     from robot_ik_nn.cli import main
 
@@ -126,6 +161,7 @@ def test_export_refuses_a_folder_there_unless_forced(site, niryo_model, capsys):
     assert json.loads(text)["format"] == "robot_ik_nn.web/1"
 
 
+@chromium_test
 def test_page_loads_from_localhost_alone_and_draws_the_arm(site, server, browser):
     # what the page could fetch, read in the folder: no URL but XML namespaces' names
     for path in site.iterdir():
@@ -151,6 +187,7 @@ def test_page_loads_from_localhost_alone_and_draws_the_arm(site, server, browser
     assert browser.eval("document.getElementById('error').hidden") is True
 
 
+@chromium_test
 def test_page_answers_are_within_tolerance_by_pybullet(niryo_model, site, server, browser):
     """Targets from random joints within the URDF's limits as PyBullet reads them; the page's
     joints put back through PyBullet's FK."""
@@ -188,6 +225,7 @@ def test_page_answers_are_within_tolerance_by_pybullet(niryo_model, site, server
     assert solved >= 0.99 * TARGETS, statuses
 
 
+@chromium_test
 def test_crowd_page_runs_100_arms_and_times_each_frame(site, server, browser):
     assert open_page(browser, f"{server}/site/crowd.html", "window.__crowd") == "null"
     browser.wait_for("window.__crowd.frames >= 60 || window.__crowd.error", 600)
@@ -227,6 +265,7 @@ def _broken(site: Path, kind: str) -> Path:
     ],
 )
 @pytest.mark.parametrize("page, state", [("index.html", "__ik"), ("crowd.html", "__crowd")])
+@chromium_test
 def test_a_bad_model_file_is_named_in_the_page(site, server, browser, kind, words, page, state):
     bad = _broken(site, kind)
     error = open_page(browser, f"{server}/{bad.name}/{page}", f"window.{state}")
