@@ -2,7 +2,8 @@
 // every frame. The targets are reachable: the tool's pose at joints that move smoothly within
 // the limits (sines of seeded random frequencies and phases, ?seed=), made here each frame. Each
 // arm is solved from its own last answers (a stream); the frame's IK time, all the arms' solves
-// between two performance.now() calls, is drawn and kept in window.__crowd = {frames, ikMs}.
+// between two performance.now() calls, is drawn and kept in window.__crowd = {frames, ikMs}, with
+// the frame's LM iterations (all arms) in iterations: a slow frame that did no more work waited.
 
 import {
   THREE,
@@ -18,7 +19,7 @@ import {
   showError,
 } from './common.js';
 
-const state = { ready: false, error: null, n: 0, frames: 0, ikMs: [], notSolved: 0 };
+const state = { ready: false, error: null, n: 0, frames: 0, ikMs: [], iterations: [], notSolved: 0 };
 window.__crowd = state;
 reportUncaught(state);
 
@@ -139,6 +140,7 @@ async function main() {
   const one = new THREE.Vector3(1, 1, 1);
   const chart = $('chart');
   let notSolvedNow = 0;
+  let iterationsNow = 0;
 
   function makeTargets(t) {
     for (let i = 0; i < n; i++) {
@@ -154,6 +156,7 @@ async function main() {
 
   function solveAll() {
     notSolvedNow = 0;
+    iterationsNow = 0;
     const t0 = performance.now();
     for (let i = 0; i < n; i++) {
       const a = arms[i];
@@ -163,6 +166,7 @@ async function main() {
         { current: a.q, last: a.last, previous: a.previous },
       );
       if (answer.status !== 'solved') notSolvedNow++;
+      iterationsNow += answer.iterations;
       if (answer.q !== null) {
         a.previous = a.last;
         a.last = answer.q;
@@ -177,7 +181,11 @@ async function main() {
       makeTargets(state.frames * DT);
       const ms = solveAll();
       state.ikMs.push(ms);
-      if (state.ikMs.length > KEEP) state.ikMs.shift();
+      state.iterations.push(iterationsNow);
+      if (state.ikMs.length > KEEP) {
+        state.ikMs.shift();
+        state.iterations.shift();
+      }
       state.frames++;
       state.notSolved += notSolvedNow;
       for (let i = 0; i < n; i++) {
