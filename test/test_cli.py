@@ -79,6 +79,8 @@ def test_solve_prints_joints_and_quaternions(trained):
         assert run.returncode == 0, run.stderr
         out = json.loads(run.stdout)
         assert out["status"] == "solved" and out["joint_names"] == arm.joint_names
+        # the solve's own time, timed warm: not the process's first call, which loads the code
+        assert 0 < out["microseconds"] < out["first_call_ms"] * 1000, out
         q = np.array(out["joints"])
         reached_p, reached_R = fk.fk(q)
     pos_err, rot_err = np.linalg.norm(reached_p - p), rotation_angle(reached_R, R)
@@ -110,12 +112,34 @@ def test_solve_with_a_free_tool_axis_and_outside_the_reach(trained):
     run = cli("solve", str(trained), "--xyz", *map(str, far), "--json")
     out = json.loads(run.stdout)
     assert out["status"] == "best_effort" and out["reason"].startswith("outside the reach")
-    assert run.returncode == 2  # one rule: not solved, exit 2, the best effort printed anyway
+    assert run.returncode == 3  # one rule: a best effort exits 3, printed anyway
 
 
-def test_solve_rejects_a_bad_target_with_exit_code_2(trained):
+def test_solve_rejects_a_bad_target_with_exit_code_4(trained):
     run = cli("solve", str(trained), "--xyz", "3", "0", "0", "--quat", "0", "0", "0", "1")
-    assert run.returncode == 2 and "rejected" in run.stdout and "reaches at most" in run.stdout
+    assert run.returncode == 4 and "rejected" in run.stdout and "reaches at most" in run.stdout
+
+
+def test_exit_codes_are_one_table_in_help_and_docs():
+    """The codes the commands return (cli.EXIT_CODES) are the rows of docs/cli.md's table and
+    of --help's epilog, the same codes and words; usage errors keep argparse's 2."""
+    import re
+    from pathlib import Path
+
+    from robot_ik_nn import cli as commands
+
+    docs = (Path(__file__).parents[1] / "docs" / "cli.md").read_text()
+    table = docs.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    rows = [tuple(cell.strip() for cell in line.strip("|").split(" | ", 1))
+            for line in table.splitlines() if re.match(r"\| \d+ \|", line)]  # fmt: skip
+    assert rows == [(str(code), text) for code, text in commands.EXIT_CODES]
+    codes = [code for code, _ in commands.EXIT_CODES]
+    assert len(set(codes)) == len(codes) and commands.USAGE == 2
+    assert len({commands.SOLVED, commands.BEST_EFFORT, commands.REJECTED, commands.HELD,
+                commands.NO_ANSWER, commands.USAGE}) == 6  # fmt: skip
+    helped = " ".join(commands.parser().format_help().split())
+    for code, text in commands.EXIT_CODES:
+        assert f"{code} {text}" in helped, (code, text)
 
 
 def test_view_usage_errors(trained):
@@ -237,6 +261,29 @@ def test_solve_path_refuses_a_bad_file_by_line(trained, tmp_path):
     run = cli("solve", str(trained), "--path", str(good), "--start", *degrees)
     assert run.returncode == 2 and "joint_2 = 30 lies outside its limits" in run.stderr, run.stderr
     assert "degrees given?" in run.stderr
+
+
+def test_solve_path_refuses_a_far_start_at_once(trained, tmp_path):
+    """A --start whose tool lies farther from the first target than one step of --max-step a
+    joint can move it is refused before anything is solved (exit 4, nothing printed on stdout),
+    with the distance: PyBullet's, between the tool there and the first target."""
+    from fk_oracle import BulletFK, matrix_to_quat
+
+    from robot_ik_nn.arm.model import ArmModel
+
+    first = np.array([-1.4, 0.3, -0.5, 0.2, -0.6, 0.4])
+    start = first + [2.8, 0, 0, 0, 0, 0]  # joint_1 turned: the tool on the other side
+    with BulletFK.of(ArmModel.load("niryo_one")) as fk:
+        targets = [fk.fk(q) for q in (first, first + 0.01)]
+        gap = np.linalg.norm(fk.fk(start)[0] - targets[0][0])
+    path = tmp_path / "path.txt"
+    path.write_text("".join(" ".join(map(str, [*p, *matrix_to_quat(R)])) + "\n"
+                            for p, R in targets))  # fmt: skip
+    run = cli("solve", str(trained), "--path", str(path), "--start", *map(str, start), timeout=300)
+    assert run.returncode == 4 and run.stdout == "", run.stdout + run.stderr
+    assert "too far from the path's first target" in run.stderr, run.stderr
+    said = run.stderr.split("the tool there is ", 1)[1]
+    assert abs(float(said.split(" mm")[0]) - gap * 1000) <= 1, (run.stderr, gap)
 
 
 def test_export_onnx_writes_model_onnx_that_answers_as_the_compiled_network(trained, tmp_path):

@@ -10,6 +10,8 @@ import sys
 
 from ..arg_types import count, count0, positive
 from ..arm.resources import tool_axes_text
+from . import BEST_EFFORT, REJECTED
+from . import SOLVED as EXIT_SOLVED
 from .common import use_threads
 
 
@@ -45,17 +47,18 @@ def cmd_solve(args) -> int:
         raise ValueError(str(error).replace("IKSettings.iterations", "--refine")) from None
     if args.solutions is not None and args.refine == 0:
         raise ValueError("--solutions needs refinement: --refine 0 is the network alone")
-    _say_if_compiling()
-    solver = Solver.load(args.model, settings, backend=args.backend)
+    solver = Solver.load(args.model, settings, backend=args.backend)  # nothing compiled yet
     if args.path is not None:
         return _solve_path(args, solver)
     if args.start is not None:
         raise ValueError("--start is where a --path begins: give --path FILE too")
+    _say_if_compiling()
+    first_ms = _first_call(solver, args.quat is not None, args.solutions, args.order)
     if args.solutions is None:
         answers = [solver.solve(args.xyz, args.quat)]
     else:
         answers = solver.solve(args.xyz, args.quat, solutions=args.solutions, order=args.order)
-    outs = [_answer_dict(solver, a) for a in answers]
+    outs = [{**_answer_dict(solver, a), "first_call_ms": first_ms} for a in answers]
     if args.json:
         print(json.dumps(outs[0] if args.solutions is None else outs))
     else:
@@ -63,9 +66,30 @@ def cmd_solve(args) -> int:
             if args.solutions is not None:
                 print(f"answer {k + 1} of {len(outs)} ({args.order} first)")
             _print_answer(out)
-    # one rule for every solve: 0 when each answer asked for is solved (within the tolerances),
-    # 2 when not (a best effort or a refusal: the answer is printed all the same)
-    return 0 if all(out["status"] == SOLVED for out in outs) else 2
+    # one rule for every solve (the exit codes' table, cli/__init__.py): 0 when each answer
+    # asked for is solved (within the tolerances), else best effort or rejected as the first is
+    # (the answer is printed all the same)
+    if all(out["status"] == SOLVED for out in outs):
+        return EXIT_SOLVED
+    return BEST_EFFORT if outs[0]["joints"] is not None else REJECTED
+
+
+def _first_call(solver, pose: bool, solutions, order) -> float:
+    """The process's first solve of this kind (milliseconds), on a pose the arm takes: it loads
+    the compiled code (or compiles it), so that the target's own solve is timed warm, as a
+    program that keeps its solver solves (what ``microseconds`` reports)."""
+    import time
+
+    from ..arm.rotations import matrix_to_quaternion
+
+    T = _tool_pose(solver.arm, solver.arm.mid_range)
+    quat = matrix_to_quaternion(T[None, :3, :3])[0] if pose else None
+    started = time.perf_counter()
+    if solutions is None:
+        solver.solve(T[:3, 3], quat)
+    else:
+        solver.solve(T[:3, 3], quat, solutions=solutions, order=order)
+    return (time.perf_counter() - started) * 1000
 
 
 def _say_if_compiling() -> None:
@@ -92,12 +116,7 @@ def _solve_path(args, solver) -> int:
             "--quat and --solutions"
         )
     P, Q = _read_path(args.path)
-    if args.start is None:
-        first = solver.solve(P[0], None if Q is None else Q[0])
-        if first.q is None:
-            raise ValueError(f"{args.path}: the first target has no answer ({first.reason})")
-        start = first.q
-    else:
+    if args.start is not None:
         start = np.asarray(args.start)
         if start.shape != (solver.arm.dof,):
             raise ValueError(
@@ -105,6 +124,21 @@ def _solve_path(args, solver) -> int:
                 f"got {len(start)}"
             )
         near_limits(start, solver.arm, "--start")
+        far = _too_far(solver, start, P[0], None if Q is None else Q[0], args.max_step)
+        if far:  # said before anything is solved (or compiled): no planning can mend it
+            print(f"robot-ik-nn solve: rejected: {far}", file=sys.stderr)
+            return REJECTED
+    _say_if_compiling()
+    if args.start is None:
+        first = solver.solve(P[0], None if Q is None else Q[0])
+        if first.q is None:
+            print(
+                f"robot-ik-nn solve: rejected: {args.path}: the first target has no answer "
+                f"({first.reason})",
+                file=sys.stderr,
+            )
+            return REJECTED
+        start = first.q
     path = solver.solve_path(P, Q, start=start, max_step=args.max_step)
     if args.json:
         print(
@@ -134,7 +168,66 @@ def _solve_path(args, solver) -> int:
         print("target,solved," + ",".join(solver.arm.joint_names))
         for k, (q, ok) in enumerate(zip(path.q, path.solved)):
             print(f"{k},{int(ok)}," + ",".join(f"{v:.6f}" for v in q))
-    return 0 if path.ok else 2
+    return EXIT_SOLVED if path.ok else BEST_EFFORT
+
+
+def _tool_pose(arm, q):
+    """The tool's pose (4x4, base frame) at joints ``q``, in numpy: nothing compiled."""
+    import numpy as np
+
+    T = np.eye(4)
+    for joint, value in zip(arm.joints, q):
+        move = np.eye(4)
+        if joint.type == "prismatic":
+            move[:3, 3] = joint.axis * value
+        else:  # Rodrigues: a turn by ``value`` about the unit axis
+            x, y, z = joint.axis
+            K = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+            move[:3, :3] += np.sin(value) * K + (1.0 - np.cos(value)) * (K @ K)
+        T = T @ joint.origin @ move
+    return T @ arm.tip_offset
+
+
+def _too_far(solver, start, position, quat, max_step: float) -> str:
+    """Why no answer to the path's first target lies within ``max_step`` of ``start`` (every
+    joint moving at most that much), or "" when one may: a turn of joint j by ``max_step``
+    moves the tool at most ``max_step`` times the longest the chain beyond j can be, and turns
+    it by at most ``max_step``; a slide moves it at most ``max_step``. The tool at ``start``
+    farther from the target than all of that together, plus the tolerances, is refused at
+    once, before any solve (planning could only find the same step)."""
+    import numpy as np
+
+    arm, settings = solver.arm, solver.settings
+    # each joint's link to the next, with a slide at its longest: the chain beyond joint i is
+    # at most the links after it and the tool's offset long
+    links = np.array([
+        np.linalg.norm(j.origin[:3, 3])
+        + (max(abs(j.lower), abs(j.upper)) if j.type == "prismatic" else 0.0)
+        for j in arm.joints
+    ])  # fmt: skip
+    beyond = np.append(np.cumsum(links[::-1])[::-1][1:], 0.0)
+    beyond += np.linalg.norm(arm.tip_offset[:3, 3])
+    turns = np.array([j.type != "prismatic" for j in arm.joints])
+    reach = max_step * float(np.sum(np.where(turns, beyond, 1.0)))
+    T = _tool_pose(arm, start)
+    gap = float(np.linalg.norm(np.asarray(position) - T[:3, 3]))
+    far = f"{gap * 1000:.0f} mm from it", f"moves it at most {reach * 1000:.0f} mm"
+    if gap <= reach + settings.pos_tol:
+        if quat is None or settings.free_axis:  # a free axis: the turn about it is free
+            return ""
+        from ..arm.rotations import quaternion_to_matrix
+
+        R = quaternion_to_matrix(np.asarray(quat, dtype=float)[None])[0]
+        angle = float(np.arccos(np.clip((np.trace(T[:3, :3].T @ R) - 1.0) / 2.0, -1.0, 1.0)))
+        most = max_step * int(turns.sum())
+        if angle <= most + settings.rot_tol:
+            return ""
+        far = f"turned {angle:.2f} rad from it", f"turns it at most {most:.2f} rad"
+    return (
+        f"--start is too far from the path's first target: the tool there is {far[0]}, and one "
+        f"step of at most --max-step {max_step:g} rad per joint {far[1]}. Start nearer the "
+        "first target, or leave out --start (an answer to the first target)"
+    )
 
 
 def _read_path(name: str):
@@ -179,7 +272,7 @@ def _answer_dict(solver, answer) -> dict:
         "joint_names": solver.arm.joint_names,
         "joints": None if q is None else q.tolist(),
         "joint_quaternions": None if quats is None else quats.tolist(),
-        "microseconds": answer.seconds * 1e6,
+        "microseconds": answer.seconds * 1e6,  # this solve's own time (the code loaded)
     }
 
 
@@ -190,6 +283,10 @@ def _print_answer(out: dict) -> None:
         print(f"{'joint':>18} {'angle (rad)':>12}   quaternion (x y z w)")
         for name, a, qq in zip(out["joint_names"], out["joints"], out["joint_quaternions"]):
             print(f"{name:>18} {a:>12.6f}   " + " ".join(f"{v:+.6f}" for v in qq))
+    print(
+        f"answered in {out['microseconds']:.0f} us (this process's first solve, which loads the "
+        f"compiled code, took {out['first_call_ms']:.0f} ms)"
+    )
 
 
 
