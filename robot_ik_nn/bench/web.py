@@ -44,16 +44,11 @@ RUNTIMES = ("node", "chromium")
 SAME_VERDICT = "pose"  # peers judged on the full pose (CCDIKSolver is not: position only)
 HEAVY = ("answers", "judged_solved", "claimed")  # per-target arrays, judged then left out
 CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-background-timer-throttling",
-    "--disable-renderer-backgrounding",
-)
+    "--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking "
+    "--disable-component-update --disable-sync --disable-background-timer-throttling "
+    "--disable-renderer-backgrounding"
+).split()
+PACKAGES = ("closed-chain-ik", "three", "esbuild")  # what the bench needs in web/node_modules
 
 
 class WebBenchError(RuntimeError):
@@ -67,11 +62,7 @@ def web_folder(web: Path = WEB) -> Path:
         raise WebBenchError(
             f"no web bench at {web / 'bench'}: bench --web runs from a checkout of the repository"
         )
-    missing = [
-        m
-        for m in ("closed-chain-ik", "three", "esbuild")
-        if not (web / "node_modules" / m).is_dir()
-    ]
+    missing = [m for m in PACKAGES if not (web / "node_modules" / m).is_dir()]
     if missing:
         raise WebBenchError(
             f"web/node_modules lacks {', '.join(missing)}: run `cd {web} && npm ci` (make web)"
@@ -210,7 +201,8 @@ def run_chromium(folder: Path, budget_ms: float, warmup: int) -> dict:
         while not server.arrived.wait(1.0):
             waited += 1.0
             if proc.poll() is not None:
-                raise WebBenchError(f"chromium exited ({proc.returncode}) before the bench ended")
+                said = (folder / "chromium.log").read_text(errors="replace")[-1500:]
+                raise WebBenchError(f"chromium exited ({proc.returncode}) early: {said}")
             if waited > limit:
                 raise WebBenchError(f"the page's bench ran past {limit:.0f} s")
     finally:
@@ -307,7 +299,7 @@ def _commit() -> str:
 
 def _packages(web: Path) -> dict:
     out = {}
-    for name in ("closed-chain-ik", "three", "esbuild"):
+    for name in PACKAGES:
         try:
             out[name] = json.loads((web / "node_modules" / name / "package.json").read_text())[
                 "version"

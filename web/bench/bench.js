@@ -19,8 +19,10 @@ export const SOLVERS = ['robot_ik_nn', 'closed_chain_ik', 'three_ccdik'];
 class Ours {
   constructor(model, chain) {
     this.name = 'robot_ik_nn';
-    this.label = 'robot_ik_nn (JavaScript: network candidates, then LM)';
     this.solver = loadModel(model);
+    this.label = model.network
+      ? 'robot_ik_nn (JavaScript: network candidates, then LM)'
+      : 'robot_ik_nn (JavaScript, no network: mid-range and restarts, LM)';
     this.verdict = chain.pose ? 'pose' : 'position';
     this.claimed = 0;
   }
