@@ -9,7 +9,9 @@
     model.onnx          (after ``robot-ik-nn export MODEL --onnx``) the layers for onnxruntime
 
 :func:`read` opens a folder with numpy alone (serving: no torch); :func:`load` builds the torch
-network from it (training, evaluation on a GPU); :func:`save` writes one (needs torch).
+network from it (training, evaluation on a GPU); :func:`save` writes one (needs torch),
+replacing an existing folder whole (:func:`write_folder`: a reader finds the old model or the
+new one at every moment, even after a kill -9).
 
 Loading checks the weights' checksum and the arm's fingerprint and refuses a mismatch or a
 corrupt file with a message that says which. :func:`export` packs the folder (without the
@@ -147,16 +149,32 @@ def save(
     }
     if parents:  # the models it started from (train --init) or was merged from (merge)
         meta["parents"] = parents
-    atomic_write(path / URDF, arm.urdf_text.encode())
-    atomic_write(path / WEIGHTS, blob)
-    atomic_write(
-        path / META, (json.dumps(meta, indent=2) + "\n").encode()
-    )  # last: marks the folder complete
-    if report is not None:
-        atomic_write(path / REPORT, report.encode())
-    if curve_png is not None:
-        atomic_write(path / CURVE, curve_png)
+
+    def fill(work: Path) -> None:
+        (work / URDF).write_bytes(arm.urdf_text.encode())
+        (work / WEIGHTS).write_bytes(blob)
+        (work / META).write_text(json.dumps(meta, indent=2) + "\n")
+        if report is not None:
+            (work / REPORT).write_text(report)
+        if curve_png is not None:
+            (work / CURVE).write_bytes(curve_png)
+
+    write_folder(path, fill)
     return path
+
+
+def write_folder(path: str | Path, fill) -> list[str]:
+    """Write a model folder whole (folder_swap.replace): ``fill(work)`` writes the new model's
+    files; the old model's own files (MODEL_FILES) go with it, anything else the folder holds
+    (a training run's checkpoint and metrics, a user's notes) is kept. A reader finds the old
+    model or the new one, whole, at every moment, even after a kill -9. Returns the names
+    kept."""
+    from . import folder_swap
+
+    try:
+        return folder_swap.replace(path, fill, MODEL_FILES)
+    except FileExistsError as err:
+        raise ModelDirError(str(err)) from None
 
 
 def read_meta(path: str | Path) -> dict:
@@ -231,6 +249,8 @@ def parent_record(folder: "ModelFolder | LoadedModel", role: str) -> dict:
 
 
 SHIPPED = (WEIGHTS, META, URDF, REPORT, CURVE, ONNX, "compliance.json")  # + a calibrated arm's
+# a model's own files: replaced with it (a calibrated folder's record and picture too)
+MODEL_FILES = SHIPPED + ("calibration.json", "calibration.png")
 ARCHIVES = (".tar.gz", ".tgz")
 
 

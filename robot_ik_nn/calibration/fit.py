@@ -12,11 +12,16 @@ directions no pose set can tell apart, such as a shift along two parallel axes);
 whose residuals are gross outliers are set aside and the fit is made again on the rest. Each
 parameter's uncertainty is the square root of its variance from the Jacobian at the answer.
 Cross-validation (k folds) measures the tool-pose error on poses each fit never saw.
+
+Every fit is bounded: at most MAX_EVALUATIONS evaluations of the residuals per least-squares
+solve (good data settles in under 20), and an optional time budget shared by all the fits of
+one calibration (:class:`Budget`); either reached is a CalibrationError that says which.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,10 +48,42 @@ OUTLIER = 6.0  # residual norms over this many robust sigmas are gross outliers
 SAG_RAD = 0.01  # a compliance's scale (and prior spread): this sag at the joint's largest load
 EPS_STEP = np.finfo(float).eps ** 0.5  # the Jacobian's relative step (scipy's two-point default)
 LOADED = 1e-3  # a joint whose largest load is under this fraction of the largest: no compliance
+MAX_EVALUATIONS = 100  # per least-squares solve; good measurements settle in 3-20
+CHECK_DATA = (
+    "check that x, y, z are metres and the joints radians, that the quaternion is x, y, z, w, "
+    "and that each row's joints and pose belong together"
+)
 
 
 class CalibrationError(ValueError):
     """Measurements that cannot calibrate the arm, with what is missing."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The time all the fits of one calibration may take together (seconds, wall clock)."""
+
+    seconds: float
+    started: float = field(default_factory=time.monotonic)
+
+    def check(self) -> None:
+        if time.monotonic() - self.started > self.seconds:
+            raise CalibrationError(
+                f"the fit did not finish within its time limit ({self.seconds:g} s, calibrate "
+                f"--time-limit; good measurements take seconds): {CHECK_DATA}; nothing written"
+            )
+
+
+def _solve(residuals, x0, **kw):
+    """scipy's least squares, bounded (MAX_EVALUATIONS); not settling is refused by name."""
+    result = least_squares(residuals, x0, max_nfev=MAX_EVALUATIONS, **kw)
+    if result.status == 0:
+        raise CalibrationError(
+            f"the fit did not settle within {MAX_EVALUATIONS} evaluations (good measurements "
+            f"take under 20): these measurements are not of a rigid arm like this one; "
+            f"{CHECK_DATA}; nothing written"
+        )
+    return result
 
 
 def moved(chain: Chain, theta) -> Chain:
@@ -111,15 +148,19 @@ def fit(
     frame: str = "base",
     geometry: bool = True,
     gravity=None,
+    budget: Budget | None = None,
 ) -> Fit:
     """Robust least squares of the chain's parameters to ``m`` (module docstring).
     ``frame="unknown"``: the poses are in a tracker's frame, estimated with the rest (frame.py);
     ``geometry=False``: only that frame is fitted, the arm kept nominal; ``gravity`` (a
-    compliance.Gravity): each loaded joint's compliance is fitted too (compliance.py)."""
+    compliance.Gravity): each loaded joint's compliance is fitted too (compliance.py);
+    ``budget``: the time it may take (with the fits before it that share the budget)."""
     if frame not in frames.FRAMES:
         raise CalibrationError(f"frame must be one of {', '.join(frames.FRAMES)}; got {frame!r}")
     with _one_blas_thread():  # small matrices; threads that spin for the CPU slow it tenfold
-        return _fit(chain, m, noise_m, noise_rad, names, frame == "unknown", geometry, gravity)
+        return _fit(
+            chain, m, noise_m, noise_rad, names, frame == "unknown", geometry, gravity, budget
+        )
 
 
 def _one_blas_thread():
@@ -132,7 +173,7 @@ def _one_blas_thread():
     return threadpool_limits(1)
 
 
-def _fit(chain, m, noise_m, noise_rad, names, unknown_frame, geometry, gravity) -> Fit:
+def _fit(chain, m, noise_m, noise_rad, names, unknown_frame, geometry, gravity, budget) -> Fit:
     scales = _scales(chain)
     size = n_geo = len(scales)
     free = np.full(size, geometry)
@@ -174,6 +215,8 @@ def _fit(chain, m, noise_m, noise_rad, names, unknown_frame, geometry, gravity) 
         return out
 
     def many(X, rows):  # the residuals (K, 6 rows + prior) of K parameter vectors at once
+        if budget is not None:
+            budget.check()
         X = np.atleast_2d(X)
         theta = full(X)
         p, R = forward_placed(chain, *placements(chain, theta[:, :n_geo]), joints(theta, rows))
@@ -199,7 +242,7 @@ def _fit(chain, m, noise_m, noise_rad, names, unknown_frame, geometry, gravity) 
         return ((f[1:] - f[0]) / h[:, None]).T
 
     rows = np.arange(len(m))
-    first = least_squares(
+    first = _solve(
         residuals,
         np.zeros(int(free.sum())),
         jac=jacobian,
@@ -217,7 +260,7 @@ def _fit(chain, m, noise_m, noise_rad, names, unknown_frame, geometry, gravity) 
         1.0, 1.4826 * np.median(np.abs(per_pose - np.median(per_pose))) + np.median(per_pose)
     )
     keep = per_pose <= OUTLIER * spread
-    final = least_squares(residuals, first.x, jac=jacobian, args=(rows[keep],), x_scale=1.0)
+    final = _solve(residuals, first.x, jac=jacobian, args=(rows[keep],), x_scale=1.0)
     J = final.jac
     dof_left = max(1, 6 * int(keep.sum()) - int(free.sum()))
     chi2 = float((final.fun[: 6 * int(keep.sum())] ** 2).sum()) / dof_left
@@ -286,6 +329,7 @@ def cross_validate(
     chain: Chain, m: Measurements, noise_m, noise_rad, folds: int = 5, seed: int = 0,
     frame: str = "base",
     gravity=None,
+    budget: Budget | None = None,
 ) -> dict:
     """Tool-pose errors on poses each fit never saw (k folds), nominal and calibrated. With an
     unknown frame the nominal model is the nominal arm seen through its own best frame."""
@@ -294,10 +338,12 @@ def cross_validate(
     for k in range(folds):
         held = order[k::folds]
         train = m.subset(np.setdiff1d(order, held))
-        f = fit(chain, train, noise_m, noise_rad, frame=frame, gravity=gravity)
+        f = fit(chain, train, noise_m, noise_rad, frame=frame, gravity=gravity, budget=budget)
         seen_through = None
         if frame == "unknown":
-            seen_through = fit(chain, train, noise_m, noise_rad, frame=frame, geometry=False).frame
+            seen_through = fit(
+                chain, train, noise_m, noise_rad, frame=frame, geometry=False, budget=budget
+            ).frame
         test = m.subset(held)
         pe, re = errors(chain, test, seen_through)
         before_p.append(pe)

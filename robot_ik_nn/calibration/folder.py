@@ -4,10 +4,13 @@ The new folder holds the calibrated URDF (robot.urdf: the fitted origins and axe
 any tool), the network as it was (its seeds land within millimetres of the calibrated answers,
 and the solver's refinement makes them exact on the calibrated arm), calibration.json (every
 parameter with its uncertainty, the poses used and set aside, the cross-validation), report.md
-and calibration.png. It is written whole or not at all, and the nominal folder is never touched.
-Refused, with the reason and nothing written: too few poses, a fit that does not beat the
-nominal model on poses it never saw, or one that leaves far more error there than the tracker's
-noise explains.
+and calibration.png. It is written whole or not at all, and the nominal folder is never touched;
+an existing folder (``--force``) is replaced in one step (a kill at any moment leaves the old
+folder or the new one), keeping what it holds beside a model's own files.
+Refused, with the reason and nothing written: values the measurements check names (units,
+quaternion order), too few poses, a fit that does not settle within its bounds, a fit that does
+not beat the nominal model on poses it never saw, or one that leaves far more error there than
+the tracker's noise explains.
 """
 
 from __future__ import annotations
@@ -15,19 +18,19 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from .. import model_dir
+from .. import folder_swap, model_dir
 from ..arm.model import ArmModel
 from . import compliance
 from . import fit as F
 from . import frame as frames
-from .measurements import read_csv
+from .measurements import check, read_csv
 
 UNEXPLAINED = 20  # held-out error over this many times the tracker's noise: refused
+TIME_LIMIT_S = 300.0  # all the fits of one calibration (good ones take 5-25 s on two cores)
 
 
 def calibrate(
@@ -41,6 +44,7 @@ def calibrate(
     frame: str = "base",
     sag: bool = True,
     payload_kg: float = 0.0,
+    time_limit_s: float = TIME_LIMIT_S,
 ) -> dict:
     """Fit, check and write the calibrated folder ``out``; returns the summary.
 
@@ -52,13 +56,24 @@ def calibrate(
     ``frame="unknown"``: the measured poses are in a tracker's frame whose pose relative to the
     arm's base is not known (eye-to-hand); it is estimated with the rest (frame.py), written
     with its uncertainty into calibration.json and the report, and the calibrated base frame is
-    the one the nominal first joint's placement defines."""
+    the one the nominal first joint's placement defines.
+
+    The measurements are checked before any fit (measurements.check: units, quaternion order),
+    and the fits together may take ``time_limit_s`` (fit.Budget). ``out`` is replaced whole
+    (model_dir.write_folder): a kill at any moment leaves the old folder or the new one; what
+    the old one holds beside a model's own files is kept, and named in the summary ("kept")."""
     say = say or (lambda text: None)
     source, out = Path(model), Path(out)
     if out.resolve() == source.resolve():
         raise F.CalibrationError("--out is the nominal model folder: it is never modified")
+    for line in folder_swap.recover(out):  # a calibrate or train killed while replacing it
+        say(line)
     if out.exists() and not force:
         raise F.CalibrationError(f"{out} exists (use --force to replace it)")
+    if out.exists() and not out.is_dir():
+        raise F.CalibrationError(f"--out {out} is a file, not a folder")
+    if not time_limit_s > 0:
+        raise F.CalibrationError(f"the time limit must be above 0 s; got {time_limit_s}")
     if not noise_mm > 0 or not noise_deg > 0:
         raise F.CalibrationError("the tracker's noise must be above 0 (--noise-mm, --noise-deg)")
     if frame not in frames.FRAMES:
@@ -72,6 +87,7 @@ def calibrate(
     folder = model_dir.read(source)
     arm = folder.arm
     m = read_csv(measurements, arm.joint_names)
+    check(m, arm, frame)  # units, quaternion order: refused by name before any fit
     chain, elements = F.chain_of(arm)
     gravity = compliance.gravity_model(arm, payload_kg) if sag else None
     if gravity is not None and not gravity.mass.sum() > 0:
@@ -84,14 +100,17 @@ def calibrate(
         )
     noise_m, noise_rad = noise_mm / 1000.0, math.radians(noise_deg)
     say(f"fitting {chain.size} parameters to {len(m)} poses")
+    budget = F.Budget(time_limit_s)
     names = F.parameter_names(arm, chain)
-    result = F.fit(chain, m, noise_m, noise_rad, names, frame, gravity=gravity)
+    result = F.fit(chain, m, noise_m, noise_rad, names, frame, gravity=gravity, budget=budget)
     if result.compliance is not None and not _sags(result, m):
         say("no joint sags beyond the noise: a rigid fit")
         gravity = None
-        result = F.fit(chain, m, noise_m, noise_rad, names, frame)
+        result = F.fit(chain, m, noise_m, noise_rad, names, frame, budget=budget)
     say("cross-validating")
-    cv = F.cross_validate(chain, m, noise_m, noise_rad, frame=frame, gravity=gravity)
+    cv = F.cross_validate(
+        chain, m, noise_m, noise_rad, frame=frame, gravity=gravity, budget=budget
+    )
     if frame == "unknown" and cv["calibrated_mm_median"] > UNEXPLAINED * noise_mm:
         raise F.CalibrationError(
             f"the tracker frame{' ' + repr(m.frame) if m.frame else ''} does not match the arm: "
@@ -126,7 +145,7 @@ def calibrate(
         summary["frame"] = frames.describe(result.frame, result.frame_sigma, m.frame)
     if result.compliance is not None:
         summary["compliance"] = _compliance_summary(arm, m, result)
-    _write(folder, out, calibrated, summary, force, result.compliance)
+    _write(folder, out, calibrated, summary, result.compliance)
     return summary
 
 
@@ -205,7 +224,7 @@ def _summary(arm, calibrated, m, result, cv, noise_mm, noise_deg, source) -> dic
     }
 
 
-def _write(folder, out: Path, calibrated: ArmModel, summary: dict, force: bool, comp) -> None:
+def _write(folder, out: Path, calibrated: ArmModel, summary: dict, comp) -> None:
     meta = dict(folder.meta)
     meshes = folder.meta.get("urdf_source") or str(folder.arm.source)  # where meshes are found
     meta.update(calibrated.describe())
@@ -224,9 +243,8 @@ def _write(folder, out: Path, calibrated: ArmModel, summary: dict, force: bool, 
         meta["calibration"]["frame"] = summary["frame"]
     if comp is not None:
         meta["calibration"]["compliance"] = compliance.FILE
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+
+    def fill(work: Path) -> None:
         shutil.copyfile(folder.path / model_dir.WEIGHTS, work / model_dir.WEIGHTS)
         (work / model_dir.URDF).write_text(calibrated.urdf_text)
         (work / "calibration.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -238,12 +256,10 @@ def _write(folder, out: Path, calibrated: ArmModel, summary: dict, force: bool, 
         if png is not None:
             (work / "calibration.png").write_bytes(png)
         (work / model_dir.META).write_text(json.dumps(meta, indent=2) + "\n")
-        if out.exists() and force:
-            shutil.rmtree(out)
-        work.rename(out)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+
+    # whole: the old folder stays until the new one is complete, then the two swap in one step;
+    # what the old one holds beside a model's own files is kept (and named in the summary)
+    summary["kept"] = model_dir.write_folder(out, fill)
 
 
 def report(s: dict) -> str:

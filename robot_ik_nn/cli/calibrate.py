@@ -35,6 +35,7 @@ def cmd_calibrate(args) -> int:
         frame=args.frame,
         sag=not args.rigid,
         payload_kg=args.payload_kg,
+        time_limit_s=args.time_limit,
     )
     if args.json:
         print(json.dumps(summary))
@@ -46,6 +47,8 @@ def cmd_calibrate(args) -> int:
         f"the tool is {cv['calibrated_mm_median']:.3f} mm from its measured place (median), "
         f"{cv['nominal_mm_median']:.3f} mm with the nominal URDF. Report: {args.out}/report.md"
     )
+    if summary.get("kept"):
+        print(f"kept from the folder it replaced: {', '.join(summary['kept'])}")
     if summary.get("compliance"):
         sags = ", ".join(
             f"{c['joint']} {c['sag_deg_at_largest_load']:.2f} deg"
@@ -67,6 +70,13 @@ def cmd_true_arm(args) -> int:
 
     if args.measure and not args.csv:
         raise ValueError("--measure N writes its rows to --csv FILE: give it")
+    if not (math.isfinite(args.sag_deg) and args.sag_deg >= 0):
+        raise ValueError(f"--sag-deg must be 0 or more; got {args.sag_deg}")
+    if args.sag_deg and not args.measure:
+        raise ValueError(
+            "--sag-deg is a property of the measured arm, not of its URDF: give --measure N "
+            "--csv FILE too"
+        )
     arm = ArmModel.load(args.robot)
     text = perturb(
         arm,
@@ -83,18 +93,33 @@ def cmd_true_arm(args) -> int:
     if args.measure:
         import numpy as np
 
-        from ..hardware.tracker import measure
+        from ..hardware.tracker import measure, sag_stiffness
 
         true = ArmModel(text, source=str(Path(args.out).resolve()), base=arm.base, tip=arm.tip)
         true.mesh_dirs += arm.mesh_dirs
         q = np.random.default_rng(args.seed + 1).uniform(
             arm.lower, arm.upper, (args.measure, arm.dof)
         )
-        rows = measure(true, q, args.noise_mm, args.noise_deg, args.outliers, seed=args.seed)
+        stiffness = sag_stiffness(true, args.sag_deg) if args.sag_deg else None
+        rows = measure(
+            true,
+            q,
+            args.noise_mm,
+            args.noise_deg,
+            args.outliers,
+            seed=args.seed,
+            stiffness=stiffness,
+        )
         atomic_write(Path(args.csv), to_csv(rows, arm.joint_names).encode())
-        print(f"wrote {args.csv}: {args.measure} measured poses of it")
+        sagging = ""
+        if stiffness is not None:
+            soft = [n for n, k in zip(arm.joint_names, stiffness) if np.isfinite(k)]
+            sagging = (
+                f", held by a stiffness under which {', '.join(soft)} sag up to "
+                f"{args.sag_deg} deg at their largest load (gravity, PyBullet physics-on)"
+            )
+        print(f"wrote {args.csv}: {args.measure} measured poses of it{sagging}")
     return 0
-
 
 
 def register(sub) -> None:
@@ -127,6 +152,13 @@ def register(sub) -> None:
     k.add_argument(
         "--payload-kg", type=float, default=0.0, help="a load carried at the tool (sag model)"
     )
+    k.add_argument(
+        "--time-limit",
+        type=float,
+        default=300.0,
+        metavar="S",
+        help="seconds all the fits may take together (refused, nothing written, beyond)",
+    )
     k.add_argument("--json", action="store_true", help="the summary as one JSON object")
     k.set_defaults(func=cmd_calibrate)
 
@@ -146,4 +178,12 @@ def register(sub) -> None:
     a.add_argument("--noise-mm", type=float, default=0.2)
     a.add_argument("--noise-deg", type=float, default=0.1)
     a.add_argument("--outliers", type=float, default=0.0, help="fraction of rows 2-10 cm off")
+    a.add_argument(
+        "--sag-deg",
+        type=float,
+        default=0.0,
+        metavar="DEG",
+        help="with --measure: the arm's loaded joints held by a stiffness under which each sags "
+        "this much at its largest gravity load (a soft-servo arm, PyBullet physics-on); 0: rigid",
+    )
     a.set_defaults(func=cmd_true_arm)

@@ -1,5 +1,7 @@
 """The files a training run keeps in its model folder while it runs: the checkpoint (atomic, so
-a crash, even ``kill -9``, leaves the old one or the new one) and the metrics CSV."""
+a crash, even ``kill -9``, leaves the old one or the new one) and the metrics CSV. The model
+already in the folder stays whole and loadable until the run's own replaces it in one step
+(model_dir.write_folder); a run killed mid-way is mended when the next one starts."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from .. import model_dir
+from .. import folder_swap, model_dir
 
 CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.csv"
@@ -51,6 +53,7 @@ def begin(out: Path, resume: bool, force: bool, device) -> tuple[str, object]:
     """What the folder says to do: ("load", checkpoint), ("fresh", None) or ("error", why).
     A fresh start over an earlier run clears it (:func:`clear`) once its own first step is done,
     so a run that stops before that leaves the folder as it was."""
+    folder_swap.recover(out)  # what a run killed while replacing the folder left
     why = refusal(out, resume, force)
     if why:
         return "error", why
@@ -65,10 +68,10 @@ def begin(out: Path, resume: bool, force: bool, device) -> tuple[str, object]:
 
 def clear(out: Path) -> None:
     """A fresh start's folder: no checkpoint (a later --resume would go on with the earlier
-    run), rows, events or curve from an earlier run."""
+    run), rows or events from an earlier run. The model there (its curve too) stays, whole,
+    until this run's replaces it."""
     (out / CHECKPOINT).unlink(missing_ok=True)
     (out / METRICS).unlink(missing_ok=True)
-    (out / model_dir.CURVE).unlink(missing_ok=True)
     shutil.rmtree(out / "tensorboard", ignore_errors=True)
 
 
