@@ -342,7 +342,9 @@ def measure(
         "the limits (three_ccdik, which aims positions only: the position alone)",
         "budget_ms": budget_ms,
         "warmup": warmup,
-        "one_target_at_a_time": "one thread; each run timed as a whole by its own clock",
+        "one_target_at_a_time": "one thread; each run timed as a whole by its own clock; the "
+        "native solver pinned to one CPU (bench's single row), Node and chromium not (their "
+        "garbage collector and compiler threads run where the OS puts them)",
     }
     with ArmSim(arm) as sim:
         fk = pybullet_fk(sim)
