@@ -5,7 +5,8 @@
 // Targets are poses of random joint sets (inside the limits, by the solver's own forward
 // kinematics). Prints one JSON line: targets/s and solved/s by the wall clock and by this
 // process's CPU time (on a loaded machine the CPU time is the fairer figure), microseconds per
-// target (median, p99), the network's forward pass alone, and the solve rate. A figure, not a
+// target (median, p99), the network's forward pass alone, the solve rate, and a tracked stream's
+// median (each target 0.005 rad per joint from the last, solved from its answer). A figure, not a
 // test: the package's benchmarks (robot-ik-nn bench) are where claims are made.
 
 import { fetchModel } from '../src/ik.js';
@@ -64,6 +65,36 @@ const cpu = process.cpuUsage(cpu0);
 const cpuS = (cpu.user + cpu.system) / 1e6;
 pass(times);
 const sorted = Array.from(times).sort((a, b) => a - b);
+// tracking: a stream of targets from joints moving 0.005 rad per joint a step, each solved from
+// the answer before it (current and last), as a page follows a dragged target
+const steps = 2000;
+const walk = new Float64Array(n);
+for (let j = 0; j < n; j++) walk[j] = (solver.lower[j] + solver.upper[j]) / 2;
+const TP = [];
+const TQ = [];
+for (let i = 0; i < steps; i++) {
+  for (let j = 0; j < n; j++) {
+    walk[j] = Math.min(Math.max(walk[j] + 0.005 * (rnd() < 0.5 ? -1 : 1), solver.lower[j]), solver.upper[j]);
+  }
+  const t = solver.forward(walk);
+  TP.push(t.position);
+  TQ.push(t.quaternion);
+}
+let last = solver.solve(TP[0], pose ? TQ[0] : null).q;
+const tracked = new Float64Array(steps);
+let trackedSolved = 0;
+for (let round = 0; round < 2; round++) {
+  for (let i = 1; i < steps; i++) {
+    const t0 = performance.now();
+    const a = solver.solve(TP[i], pose ? TQ[i] : null, { current: last, last });
+    tracked[i] = performance.now() - t0;
+    if (a.status === 'solved') {
+      last = a.q;
+      if (round === 1) trackedSolved++;
+    }
+  }
+}
+const trackedSorted = Array.from(tracked.subarray(1)).sort((a, b) => a - b);
 let net = null;
 if (solver.heads > 0 && solver.mode) {
   const c0 = process.cpuUsage();
@@ -87,6 +118,8 @@ console.log(
     us_median: +(sorted[count >> 1] * 1000).toFixed(2),
     us_p99: +(sorted[Math.floor(count * 0.99)] * 1000).toFixed(2),
     network_us_cpu: net === null ? null : +net,
+    tracking_us_median: +(trackedSorted[trackedSorted.length >> 1] * 1000).toFixed(2),
+    tracking_solved: trackedSolved / (steps - 1),
     node: process.version,
   }),
 );
