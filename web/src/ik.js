@@ -11,8 +11,9 @@
 // Left out: the collision check (answers may collide; the Python solver's collision_check is
 // not applied here), and a calibrated arm's compliance. The tracking's self-motion away from the
 // limits (kernel.secondary) is included. Modules: model.js (the file read and checked),
-// kernel.js (the arm, the scratch, LM, the random stream), forward.js (kinematics), network.js
-// (the network's forward pass), policy.js (the solving policy), solver.js (the API).
+// sha256.js, kernel.js (the arm, the scratch, LM), random.js (the restarts' random stream),
+// forward.js (kinematics), network.js (the network's forward pass) and wasm.js (its SIMD
+// layers), policy.js (the solving policy), solver.js (the API).
 
 import { FORMAT, ModelError, parseModel } from './model.js';
 import { Solver } from './solver.js';

@@ -61,25 +61,31 @@ export class Net {
     const pad = (v) => Math.ceil(v / 4) * 4;
     const act = pad(width + 4) * 8; // bytes per activation buffer (16-byte aligned)
     const wBytes = new Int32Array(this.layers);
-    let bytes = 2 * act;
+    const bBytes = new Int32Array(this.layers);
+    let bytes = 2 * act + 96; // the activations, then 2**f's 11 coefficients
     for (let l = 0; l < this.layers; l++) {
       wBytes[l] = bytes;
       bytes += (sizes[l + 1] + (sizes[l + 1] % 2)) * pad(sizes[l]) * 4; // rows: an even number
+      bBytes[l] = bytes;
+      bytes += pad(sizes[l + 1]) * 8; // the biases as float64
     }
     const made = simdLayer(bytes);
     if (made === null) return null;
     const buf = made.memory.buffer;
     const weights = new Float32Array(buf);
+    const doubles = new Float64Array(buf);
     for (let l = 0; l < this.layers; l++) {
       const nin = sizes[l];
       for (let o = 0; o < sizes[l + 1]; o++) {
         const from = this.wOff[l] + o * nin;
         weights.set(this.w.subarray(from, from + nin), wBytes[l] / 4 + o * pad(nin));
+        doubles[bBytes[l] / 8 + o] = this.w[this.bOff[l] + o];
       }
     }
+    if (this.exp2 !== null) doubles.set(this.exp2, (2 * act) / 8);
     this.a1 = new Float64Array(buf, 0, act / 8);
     this.a2 = new Float64Array(buf, act, act / 8);
-    return { layer: made.layer, wBytes, act };
+    return { layer: made.layer, silu: this.exp2 === null ? null : made.silu, wBytes, bBytes, act };
   }
 }
 
@@ -221,12 +227,15 @@ export function netForward(net, pt, Rt, cur, hasCur, out) {
     const nout = sizes[l + 1];
     if (simd === null) {
       layer(net.w, net.wOff[l], nin, nout, xs, ys);
-    } else {
-      const n4 = (nin + 3) >> 2;
-      for (let i = nin; i < 4 * n4; i++) xs[i] = 0; // the padding's inputs
-      simd.layer(simd.wBytes[l], even ? simd.act : 0, even ? 0 : simd.act, n4, (nout + 1) >> 1);
+      biasAndSilu(net, ys, net.bOff[l], nout, l < layers - 1);
+      continue;
     }
-    biasAndSilu(net, ys, net.bOff[l], nout, l < layers - 1);
+    const n4 = (nin + 3) >> 2;
+    for (let i = nin; i < 4 * n4; i++) xs[i] = 0; // the padding's inputs
+    const yb = even ? 0 : simd.act;
+    simd.layer(simd.wBytes[l], even ? simd.act : 0, yb, n4, (nout + 1) >> 1);
+    if (simd.silu === null) biasAndSilu(net, ys, net.bOff[l], nout, l < layers - 1);
+    else simd.silu(yb, simd.bBytes[l], (nout + 1) >> 1, l < layers - 1 ? 1 : 0, 2 * simd.act);
   }
   const raw = (layers - 1) % 2 === 0 ? net.a1 : net.a2;
   for (let hj = 0; hj < net.heads * dof; hj++) {

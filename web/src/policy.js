@@ -12,14 +12,13 @@ import {
   TRACK,
   clamp,
   descend,
-  nearSeed,
   pymod,
   refine,
   residual,
-  restartSeed,
   secondary,
   weighted,
 } from './kernel.js';
+import { nearSeed, restartSeed } from './random.js';
 import { netForward } from './network.js';
 
 /** The verdict on the target in k (verdicts.check). */

@@ -92,25 +92,87 @@ function body() {
   ];
 }
 
+// silu(y, b, pairs, act, poly): y[o] += b[o] for 2 * pairs values (float64, both 16-byte
+// aligned), then with act SiLU, y / (1 + exp(-y)), two at a time, exp(-y) = 2**k 2**f as the
+// compiled kernel computes it: k whole, |f| <= 1/2, 2**f the 11 coefficients at byte poly
+// (float64, highest power first), 2**k built in the float's bits. The same operations, in the
+// same order, as network.js's biasAndSilu: the same numbers.
+const F64X2_SUB = simd(0xf1);
+const F64X2_DIV = simd(0xf3);
+const F64X2_MIN = simd(0xf4);
+const F64X2_MAX = simd(0xf5);
+const F64X2_SPLAT = simd(0x14);
+const I64X2_SHL = simd(0xcb);
+const I64X2_ADD = simd(0xce);
+const I64X2_SPLAT = simd(0x12);
+const V128_STORE = [...simd(0x0b), 4, 0];
+const F64_LOAD = (offset) => [0x2b, 3, ...leb(offset)];
+
+function f64Const(x) {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setFloat64(0, x, true);
+  return [0x44, ...b];
+}
+
+const splat = (x) => [...f64Const(x), ...F64X2_SPLAT];
+
+// params: y 0, b 1, pairs 2, act 3, poly 4; locals: v 5, t 6, r 7, f 8, p 9 (v128)
+const SY = 0, SB = 1, SPAIRS = 2, SACT = 3, SPOLY = 4, V = 5, T = 6, R = 7, F = 8, P = 9;
+
+function siluBody() {
+  const horner = [...get(SPOLY), ...F64_LOAD(0), ...F64X2_SPLAT, ...set(P)];
+  for (let i = 1; i <= 10; i++) {
+    horner.push(...get(P), ...get(F), ...F64X2_MUL, ...get(SPOLY), ...F64_LOAD(8 * i));
+    horner.push(...F64X2_SPLAT, ...F64X2_ADD, ...set(P));
+  }
+  return [
+    ...[1, 5, 0x7b], // locals: 5 v128
+    ...LOOP,
+    ...get(SY), ...V128_LOAD(0), ...get(SB), ...V128_LOAD(0), ...F64X2_ADD, ...set(V),
+    ...get(SACT), 0x04, 0x40, // if act
+    ...get(V), ...splat(-1 / Math.log(2)), ...F64X2_MUL, // -v LOG2E, as the scalar code
+    ...splat(-1020), ...F64X2_MAX, ...splat(1020), ...F64X2_MIN, ...set(T),
+    ...get(T), ...splat(1.5 * 2 ** 52), ...F64X2_ADD, ...set(R),
+    ...get(T), ...get(R), ...splat(1.5 * 2 ** 52), ...F64X2_SUB, ...F64X2_SUB, ...set(F),
+    ...horner,
+    ...get(V),
+    ...splat(1),
+    ...get(P),
+    ...get(R), ...i32(1023), 0xad, ...I64X2_SPLAT, ...I64X2_ADD, ...i32(52), ...I64X2_SHL,
+    ...F64X2_MUL, ...F64X2_ADD, ...F64X2_DIV, ...set(V),
+    END,
+    ...get(SY), ...get(V), ...V128_STORE,
+    ...get(SY), ...i32(16), 0x6a, ...set(SY),
+    ...get(SB), ...i32(16), 0x6a, ...set(SB),
+    ...get(SPAIRS), ...i32(1), 0x6b, 0x22, SPAIRS,
+    0x0d, 0,
+    END,
+    END,
+  ];
+}
+
+const name = (text) => [text.length, ...Array.from(text, (c) => c.charCodeAt(0))];
+
 function moduleBytes() {
-  const fn = body();
+  const layer = body();
+  const silu = siluBody();
   return new Uint8Array([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
     ...section(1, [1, 0x60, 5, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0]), // (i32 x5) -> ()
-    ...section(2, [1, 1, 0x6d, 3, 0x6d, 0x65, 0x6d, 0x02, 0x00, 1]), // import m.mem, 1 page
-    ...section(3, [1, 0]),
-    ...section(7, [1, 5, 0x6c, 0x61, 0x79, 0x65, 0x72, 0x00, 0]), // export "layer"
-    ...section(10, [1, ...leb(fn.length), ...fn]),
+    ...section(2, [1, ...name('m'), ...name('mem'), 0x02, 0x00, 1]), // import m.mem, 1 page
+    ...section(3, [2, 0, 0]),
+    ...section(7, [2, ...name('layer'), 0x00, 0, ...name('silu'), 0x00, 1]),
+    ...section(10, [2, ...leb(layer.length), ...layer, ...leb(silu.length), ...silu]),
   ]);
 }
 
-/** The compiled layer function over a fresh memory of `bytes`, or null where the engine has no
- * WebAssembly SIMD. Returns {layer, memory}. */
+/** The compiled functions over a fresh memory of `bytes`, or null where the engine has no
+ * WebAssembly SIMD. Returns {layer, silu, memory}. */
 export function simdLayer(bytes) {
   if (typeof WebAssembly === 'undefined') return null;
   const code = moduleBytes();
   if (!WebAssembly.validate(code)) return null;
   const memory = new WebAssembly.Memory({ initial: Math.max(1, Math.ceil(bytes / 65536)) });
   const instance = new WebAssembly.Instance(new WebAssembly.Module(code), { m: { mem: memory } });
-  return { layer: instance.exports.layer, memory };
+  return { layer: instance.exports.layer, silu: instance.exports.silu, memory };
 }

@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { fetchModel, loadModel, ModelError } from '../src/ik.js';
-import { uniform } from '../src/kernel.js';
+import { uniform } from '../src/random.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const NIRYO = join(here, 'fixtures', 'niryo_one.web.json');
