@@ -19,6 +19,7 @@ def cmd_eval(args) -> int:
     from ..evaluate import evaluate, format_table
 
     use_threads(args.threads, torch=args.device.startswith("cuda"))
+    _say_if_compiling("solve_batch", "forward_batch")
     result = evaluate(
         args.model, targets=args.targets, seed=args.seed, device=args.device, batch=args.batch
     )
@@ -52,7 +53,7 @@ def cmd_solve(args) -> int:
         return _solve_path(args, solver)
     if args.start is not None:
         raise ValueError("--start is where a --path begins: give --path FILE too")
-    _say_if_compiling()
+    _say_if_compiling("solve_one", *(("solve_many",) if args.solutions is not None else ()))
     first_ms = _first_call(solver, args.quat is not None, args.solutions, args.order)
     if args.solutions is None:
         answers = [solver.solve(args.xyz, args.quat)]
@@ -92,16 +93,14 @@ def _first_call(solver, pose: bool, solutions, order) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def _say_if_compiling() -> None:
-    from ..ik.numba_cache import compiled_before
+def _say_if_compiling(*names: str) -> None:
+    """One line before a first call compiles (ik/numba_cache.py): the compiled entries
+    ``names`` (default every one a path may call) that numba's cache does not hold yet."""
+    from ..ik import numba_cache
 
-    if not compiled_before():
-        print(
-            "compiling the IK kernel once (about half a minute; later runs load it from numba's "
-            "cache)",
-            file=sys.stderr,
-            flush=True,
-        )
+    wanted = [d for d in numba_cache.entries() if not names or d.__name__ in names]
+    if numba_cache.uncached(wanted):
+        print(numba_cache.warm_up_line(wanted), file=sys.stderr, flush=True)
 
 
 def _solve_path(args, solver) -> int:
