@@ -20,20 +20,21 @@ NIRYO = ArmModel.load("niryo_one")
 DOWN = [0.0, 0.7071068, 0.0, 0.7071068]  # the Niryo One's tool x pointing down
 
 
-def command(*args: str, timeout: float = 700) -> subprocess.CompletedProcess:
+def command(*args: str, timeout: float = 700, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "robot_ik_nn.cli", *args],
-        capture_output=True, text=True, timeout=timeout, env={**os.environ},
+        capture_output=True, text=True, timeout=timeout, env={**os.environ, **env},
     )  # fmt: skip
 
 
 def test_send_and_stop_without_a_session_say_so_at_once():
-    """Nothing runs in this test's DDS domain yet (the session below starts later): ``send`` and
-    ``stop`` say no session is running and how to start one, within seconds, not after their
-    --timeout (120 s here; the process gets 60)."""
+    """In a DDS domain where nothing runs (201-230: the tests' own domains are 1-200), ``send``
+    and ``stop`` say no session is running and how to start one, within seconds, not after
+    their --timeout (120 s here; the process gets 60)."""
+    empty = str(201 + int(os.environ.get("ROS_DOMAIN_ID", "0")) % 30)
     target = ["--xyz", "0.2", "0", "0.2", "--quat", *map(str, DOWN)]
     for words in (["send", *target], ["stop"]):
-        done = command(*words, "--timeout", "120", timeout=60)
+        done = command(*words, "--timeout", "120", timeout=60, ROS_DOMAIN_ID=empty)
         assert done.returncode == 6, done.stdout + done.stderr  # no answer
         assert "no session is running" in done.stderr and "robot-ik-nn launch" in done.stderr
 
