@@ -153,7 +153,7 @@ function siluBody() {
 
 const name = (text) => [text.length, ...Array.from(text, (c) => c.charCodeAt(0))];
 
-function moduleBytes() {
+export function moduleBytes() {
   const layer = body();
   const silu = siluBody();
   return new Uint8Array([
@@ -167,7 +167,8 @@ function moduleBytes() {
 }
 
 /** The compiled functions over a fresh memory of `bytes`, or null where the engine has no
- * WebAssembly SIMD. Returns {layer, silu, memory}. */
+ * WebAssembly SIMD. Returns {layer, silu, memory}. Compiled synchronously (loadModel is): the
+ * module is under 1 KB, below the 4 KB a browser allows on its main thread. */
 export function simdLayer(bytes) {
   if (typeof WebAssembly === 'undefined') return null;
   const code = moduleBytes();

@@ -12,6 +12,7 @@ import { SC, sincos } from '../src/forward.js';
 import { Kernel, dampedStep } from '../src/kernel.js';
 import { parseModel } from '../src/model.js';
 import { Net, netForward } from '../src/network.js';
+import { moduleBytes } from '../src/wasm.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const spec = parseModel(readFileSync(join(here, 'fixtures', 'niryo_one.web.json'), 'utf8'));
@@ -57,6 +58,8 @@ test('the SIMD layers give the plain loops\' candidates within 1e-12', (t) => {
   }
   assert.ok(worst <= 1e-12, `${worst}`);
   assert.ok(a.some((v) => v !== 0));
+  // compiled synchronously: a browser refuses that on its main thread above 4 KB
+  assert.ok(moduleBytes().length < 4096, `${moduleBytes().length} bytes`);
 });
 
 test('the damped step solves (J^T J + lam I) x = J^T e, both forms', () => {
