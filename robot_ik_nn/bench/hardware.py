@@ -28,10 +28,10 @@ from ..arm.rotations import matrix_to_quaternion, rotation_angle
 
 def deploy_run(model, arm_kind: str, targets: int = 200, seed: int = 5, kill_at: int | None = 2,
                step: float = 0.4, timeout: float = 30.0, progress: bool = False) -> dict:
+    from ..hardware import arms
     from ..ik.solver import Solver
     from ..nodes.client import SessionClient as Client
     from ..nodes.session import plan
-    from ..nodes.session_arguments import DEPLOY_ARMS
 
     solver = Solver.load(model).with_settings(collision_check=True)
     arm = solver.arm
@@ -39,7 +39,8 @@ def deploy_run(model, arm_kind: str, targets: int = 200, seed: int = 5, kill_at:
     P, R = solver.forward(goals)
     work = Path(tempfile.mkdtemp(prefix="robot_ik_nn_deploy_"))
     state = work / "emulator.json"
-    serial = DEPLOY_ARMS[arm_kind][0] == "inmoov_serial"
+    entry = arms.by_name(arm_kind)  # an unknown arm: refused by name before anything starts
+    serial = entry.serial
     port = str(work / "servo_tty") if serial else str(_free_port())
     planned = plan("deploy", {"arm": arm_kind, "model_dir": str(model), "dry_run": "true",
                               "port": port})
@@ -51,7 +52,7 @@ def deploy_run(model, arm_kind: str, targets: int = 200, seed: int = 5, kill_at:
         if not spec.external:
             procs[spec.name] = _node(spec, env, work / f"{spec.name}.log")
     client = Client()
-    out = {"arm": arm_kind, "driver": DEPLOY_ARMS[arm_kind][0], "targets": targets,
+    out = {"arm": arm_kind, "driver": entry.driver, "targets": targets,
            "logs": str(work)}
     try:
         client.wait_for_status(timeout=60)

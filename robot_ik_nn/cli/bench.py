@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..arg_types import count, count0, positive
+from ..hardware.arms import names as real_arm_names
 from .common import use_threads
 
 
@@ -235,7 +236,7 @@ def register(sub) -> None:
     )
     only.add_argument(
         "--hardware",
-        choices=["niryo_one", "niryo_ned", "inmoov_right_arm"],
+        choices=real_arm_names(),
         help="measure only this: the deploy session (dry run) driving that arm's emulator "
         "through its real protocol, over DDS (needs rclpy)",
     )

@@ -1,6 +1,7 @@
 """Arms behind one read/write contract, simulated or real; the only home of pybullet and of the
 vendors' clients.
 
+arms.py             the table of real arms: driver, emulator, link, defaults
 driver.py           the driver contract every arm implements
 drivers.py          a driver picked by its kind (the one place that knows them all)
 bridge.py           joint goals to a driver: what keeps a real arm safe

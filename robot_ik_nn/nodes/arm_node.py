@@ -31,7 +31,7 @@ from visualization_msgs.msg import MarkerArray
 from ..arm.model import ArmModel
 from ..arm.rotations import matrix_to_quaternion
 from ..hardware.bridge import Bridge, BridgeConfig
-from ..hardware.drivers import DRIVERS, make_driver
+from ..hardware.drivers import driver_kinds, make_driver
 from ..ik.solver import Solver
 from . import markers
 from .common import RELIABLE, declare, live_parameters, spin_node, status
@@ -48,7 +48,8 @@ class ArmNode(Node):
         robot = declare(self, "robot", "niryo_one", "built-in arm name or URDF path", **ro)
         base = declare(self, "base_link", "", "base link ('' = the URDF's root)", **ro)
         tip = declare(self, "tip_link", "", "tip link ('' = the only leaf)", **ro)
-        kind = declare(self, "driver", defaults["driver"], f"one of {', '.join(DRIVERS)}", **ro)
+        kind = declare(self, "driver", defaults["driver"],
+                       f"one of {', '.join(driver_kinds())}", **ro)
         host = declare(self, "host", "127.0.0.1", "the arm's address (TCP drivers)", **ro)
         port = declare(self, "port", "", "TCP port or serial device ('' = the driver's)", **ro)
         calibration = declare(self, "calibration", "", "inmoov_serial: calibration YAML", **ro)

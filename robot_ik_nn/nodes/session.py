@@ -16,11 +16,11 @@ from pathlib import Path
 
 from ..arm.model import ArmModel, resolve_robot
 from ..arm.resources import NAMED_ROBOTS, config_path, share_dir
+from ..hardware import arms
 from ..model_dir import ARCHIVES, ModelDirError, read, read_meta
 from ..view.cli import session_command
 from .session_arguments import (
     COMMON,
-    DEPLOY_ARMS,
     SessionError,
     load_params,
     parse_assignments,
@@ -30,7 +30,7 @@ from .session_arguments import (
     truthy,
 )
 
-DRY_RUN_TTY = "/tmp/robot_ik_nn_inmoov_tty"  # the emulated servo board's terminal in a dry run
+DRY_RUN_TTY = "/tmp/robot_ik_nn_inmoov_tty"  # a serial arm's emulated terminal in a dry run
 
 
 @dataclass
@@ -161,20 +161,24 @@ def _display(robot: str, rviz: str, use_rsp: bool = True) -> list[PlannedNode]:
 
 def _deploy(args: dict, params: dict) -> list[PlannedNode]:
     """The inference node driving a real arm through arm_node; with dry_run, its emulator."""
-    if args["arm"] not in DEPLOY_ARMS:
-        raise SessionError(f"arm must be one of {', '.join(DEPLOY_ARMS)}, not '{args['arm']}'")
-    driver, emulator, robot = DEPLOY_ARMS[args["arm"]]
+    try:
+        entry = arms.by_name(args["arm"])
+    except arms.UnknownArm:
+        raise SessionError(
+            f"arm must be one of {', '.join(arms.names())}, not '{args['arm']}'"
+        ) from None
+    driver, emulator, robot = entry.driver, entry.emulator, entry.robot
     port = args["port"]
     nodes = []
     if truthy(args["dry_run"], "dry_run"):
-        port = port or (DRY_RUN_TTY if driver == "inmoov_serial" else "40001")
-        where = ["--link", port] if driver == "inmoov_serial" else ["--port", port]
+        port = port or (DRY_RUN_TTY if entry.serial else str(entry.default_port))
+        where = ["--link", port] if entry.serial else ["--port", port]
         command = ["robot-ik-nn", "emulate", emulator, "--robot", robot, *where]
         if args["calibration"]:
             command += ["--calibration", args["calibration"]]
         nodes.append(PlannedNode("emulator", f"{emulator}_emulator", command=command))
-    elif driver == "inmoov_serial" and not port:
-        raise SessionError("arm:=inmoov_right_arm needs port:= the serial device (/dev/ttyACM0)")
+    elif entry.serial and not port:
+        raise SessionError(f"arm:={entry.name} needs port:= the serial device (/dev/ttyACM0)")
     arm = PlannedNode("arm_node", "arm_node", parameters=dict(params.get("arm_node", {})))
     arm.parameters.update(
         robot=robot, driver=driver, host=args["host"], port=port,

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from ..arm.resources import share_dir
+from ..hardware import arms
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ ARGUMENTS = {
     },
     "display": {**COMMON},
     "deploy": {
-        "arm": Argument("niryo_one", "the real arm: niryo_one, niryo_ned or inmoov_right_arm"),
+        "arm": Argument("niryo_one", f"the real arm: {', '.join(arms.names())}"),
         "model_dir": COMMON["model_dir"],
         "host": Argument("127.0.0.1", "the arm's address (Niryo One, Ned)"),
         "port": Argument("", "TCP port or serial device; '' = the driver's (40001; InMoov: none)"),
@@ -93,12 +94,13 @@ ARGUMENTS = {
         "rviz": COMMON["rviz"],
     },
 }
-# deploy's arm -> (driver, emulator, URDF)
-DEPLOY_ARMS = {
-    "niryo_one": ("niryo_one_tcp", "niryo_one", "niryo_one"),
-    "niryo_ned": ("niryo_ned", "niryo_ned", "niryo_ned2"),
-    "inmoov_right_arm": ("inmoov_serial", "inmoov_serial", "inmoov_right_arm"),
-}
+
+
+def __getattr__(name: str):
+    if name == "DEPLOY_ARMS":  # the old name, kept: deploy's arm -> (driver, emulator, URDF)
+        return {e.name: (e.driver, e.emulator, e.robot) for e in arms.arms()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 class SessionError(ValueError):
     pass

@@ -16,9 +16,18 @@ import sys
 import threading
 
 from ...arg_types import count0
+from .. import arms
 
-EMULATORS = {"niryo_one": "niryo_one", "niryo_ned": "niryo_ned2",
-             "inmoov_serial": "inmoov_right_arm"}  # emulator -> the arm it moves by default
+
+def emulators() -> dict[str, str]:
+    """Emulator kind -> the arm it moves by default, from the table of real arms (arms.py)."""
+    return {entry.emulator: entry.robot for entry in arms.arms()}
+
+
+def __getattr__(name: str):
+    if name == "EMULATORS":  # the old name, kept: the table as it is now
+        return emulators()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make(kind: str, robot: str = "", *, host="127.0.0.1", port=40001, faults=0, link=None,
@@ -26,20 +35,15 @@ def make(kind: str, robot: str = "", *, host="127.0.0.1", port=40001, faults=0, 
     """The emulator ``kind`` (not yet serving: call ``serve_forever``, or :func:`start`)."""
     from ...arm.model import ArmModel
 
-    if kind not in EMULATORS:
-        raise ValueError(f"unknown emulator {kind!r}; choose one of {', '.join(EMULATORS)}")
-    arm = ArmModel.load(robot or EMULATORS[kind])
-    if kind == "niryo_one":
-        from .niryo_one import NiryoOneServer
-
-        return NiryoOneServer(arm, host, port, faults, state_file)
-    if kind == "niryo_ned":
-        from .niryo_ned import NedServer
-
-        return NedServer(arm, host, port, faults, state_file)
-    from .servo_board import ServoBoard
-
-    return ServoBoard(arm, calibration, faults, link, state_file)
+    try:
+        entry = arms.by_emulator(kind)
+    except arms.UnknownArm as err:
+        raise ValueError(str(err)) from None
+    arm = ArmModel.load(robot or entry.robot)
+    cls = arms.load_class(entry.emulator_class)
+    if entry.serial:
+        return cls(arm, calibration, faults, link, state_file)
+    return cls(arm, host, port, faults, state_file)
 
 
 def start(emulator):
@@ -85,12 +89,12 @@ def _port(text: str) -> int:
 
 def add_parser(sub) -> None:
     e = sub.add_parser("emulate", help="an emulated arm speaking a real protocol (dry runs)")
-    e.add_argument("kind", choices=sorted(EMULATORS))
+    e.add_argument("kind", choices=sorted(emulators()))
     e.add_argument("--robot", default="", help="arm to move (default: the emulator's own)")
     e.add_argument("--host", default="127.0.0.1", help="0.0.0.0 to open it to the network")
     e.add_argument("--port", type=_port, default=40001, help="TCP port (0 = any free port)")
-    e.add_argument("--link", default=None, help="inmoov_serial: a fixed path to its terminal")
-    e.add_argument("--calibration", default=None, help="inmoov_serial: calibration YAML")
+    e.add_argument("--link", default=None, help="serial arms: a fixed path to its terminal")
+    e.add_argument("--calibration", default=None, help="serial arms: calibration YAML")
     e.add_argument("--faults", type=count0, default=0, help="spoil the first N replies")
     e.add_argument("--state", default=None, help="keep the joints in this JSON file")
     e.set_defaults(func=run)
