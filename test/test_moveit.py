@@ -52,11 +52,11 @@ def client(srv, served_model):
         print(stop(node)[-3000:])
 
 
-def request(srv, position, quat, seed, *, frame=None, link=None, group=GROUP):
+def request(srv, position, quat, seed, *, frame=None, link=None, group=GROUP, avoid=True):
     """GetPositionIK as srv_kinematics_plugin fills it (moveit_kinematics, Humble and Jazzy)."""
     req = srv.Request()
     ik = req.ik_request
-    ik.avoid_collisions = True
+    ik.avoid_collisions = avoid
     ik.group_name = group
     state = {**dict(list(EXTRA.items())[:1]), **dict(zip(ARM.joint_names, seed)),
              **dict(list(EXTRA.items())[1:])}  # fmt: skip
@@ -94,13 +94,21 @@ class Contacts:
         ]
 
     def collides(self, names, q) -> bool:
+        return self.depth(names, q) >= 0.0
+
+    def depth(self, names, q) -> float:
+        """How deep two links sink into each other at ``q`` (m; -inf where none touch)."""
         for name, value in zip(names, q):
             pb.resetJointState(self.body, self.index[name], float(value),
                                physicsClientId=self.client)  # fmt: skip
-        return any(
-            pb.getClosestPoints(self.body, self.body, 0.0, a, b, physicsClientId=self.client)
+        sunk = [
+            -point[8]
             for a, b in self.pairs
-        )
+            for point in pb.getClosestPoints(
+                self.body, self.body, 0.0, a, b, physicsClientId=self.client
+            )
+        ]
+        return max(sunk, default=-np.inf)
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +127,22 @@ def targets():
             p, R = fk.fk(q)
             out.append((p, R, lo + rng.random(ARM.dof) * (hi - lo), q))
     return out, contacts
+
+
+@pytest.fixture(scope="module")
+def colliding(targets):
+    """10 poses the arm reaches with two of its links sunk over 5 mm into each other: joints
+    uniform inside the limits, kept where PyBullet's contact query finds that, their poses by
+    PyBullet's FK."""
+    _, contacts = targets
+    rng = np.random.default_rng(31)
+    out = []
+    with BulletFK.of(ARM) as fk:
+        while len(out) < 10:
+            q = ARM.lower + 0.02 + rng.random(ARM.dof) * (ARM.upper - ARM.lower - 0.04)
+            if contacts.depth(ARM.joint_names, q) > 0.005:
+                out.append((*fk.fk(q), q))
+    return out
 
 
 def solution(response):
@@ -165,6 +189,30 @@ def test_the_seed_is_the_warm_start(srv, client, targets):
     assert near >= 18, f"{near} of 20 answers stayed at the seed that solves the target"
 
 
+def test_avoid_collisions_false_lets_an_answer_collide_true_never(srv, client, targets, colliding):
+    """MoveIt's avoid_collisions, each way, on poses reached with two links sunk into each
+    other, those joints as the seed: with false the answer may collide (the seed solves the
+    pose: answered, colliding by PyBullet); with true no answer collides (another one, or
+    NO_IK_SOLUTION). A service that ignored false would answer both the same."""
+    probe, cli = client
+    _, contacts = targets
+    collide = 0
+    with BulletFK.of(ARM) as fk:
+        for p, R, q in colliding:
+            quat = matrix_to_quat(R)
+            loose = call(probe, cli, request(srv, p, quat, q, avoid=False))
+            assert loose.error_code.val == SUCCESS, loose.error_code.val
+            answer = solution(loose)[1]
+            pos, rot = fk.fk(answer)
+            assert np.linalg.norm(pos - p) <= 1e-3 and rotation_angle(rot, R) <= 0.01
+            collide += contacts.collides(ARM.joint_names, answer)
+            strict = call(probe, cli, request(srv, p, quat, q, avoid=True))
+            assert strict.error_code.val in (SUCCESS, NO_IK_SOLUTION), strict.error_code.val
+            if strict.error_code.val == SUCCESS:
+                assert not contacts.collides(ARM.joint_names, solution(strict)[1])
+    assert collide >= 8, f"{collide} of 10 answers with avoid_collisions=false collide"
+
+
 def test_requests_that_cannot_be_answered_get_moveits_codes(srv, client):
     probe, cli = client
     seed = (ARM.lower + ARM.upper) / 2
@@ -208,7 +256,7 @@ def test_bench_moveit_measures_the_round_trip(srv, served_model):
     result = moveit_round_trips(str(served_model), targets=30, warm=2)
     assert sum(result["codes"].values()) == 30
     assert result["within_1mm_001rad_rate"] >= 0.9 and result["success_rate"] >= 0.9
-    assert 0 < result["round_trip_ms_median"] <= result["round_trip_ms_p99"]
+    assert result["round_trip_ms_median"] > 0 and np.isfinite(result["round_trip_ms_p99"])
     assert "round trip" in format_table(result)
 
 
