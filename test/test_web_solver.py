@@ -89,13 +89,29 @@ def web(solvers, tmp_path_factory):
             "model": files[name],
             "solve": {"positions": P.tolist(), "quaternions": quats.tolist()},
         }
+    with BulletFK.of(niryo.arm) as oracle:
+        P, quats = poses(oracle, joint_sets(niryo.arm, 200, 8))
+    turn = np.array([0.0, 0.0, np.sin(0.6), np.cos(0.6)])  # about the tool's z, 1.2 rad
+    jobs["free"] = {
+        "model": files["niryo"],
+        "solve": {
+            "positions": P.tolist(),
+            "quaternions": [quat_mul(q, turn).tolist() for q in quats],
+            "freeAxis": "z",
+        },
+    }
     odd = [[np.nan, 0.0, 0.2], [0.2, 0.0, 0.2], [0.2, 0.0, 0.2], [3.0, 0.0, 0.2], [0.5, 0.3, 0.4]]
     jobs["statuses"] = {
         "model": files["niryo"],
         "solve": {
             "positions": odd,
-            "quaternions": [[0, 0, 0, 1.0], [0, 0, 0.3, 1.0], [0, np.inf, 0, 1.0], [0, 0, 0, 1.0],
-                            [0, 0, 0, 1.0]],
+            "quaternions": [
+                [0, 0, 0, 1.0],
+                [0, 0, 0.3, 1.0],
+                [0, np.inf, 0, 1.0],
+                [0, 0, 0, 1.0],
+                [0, 0, 0, 1.0],
+            ],
             "oneByOne": True,
         },
     }
@@ -107,6 +123,20 @@ def web(solvers, tmp_path_factory):
     assert done.returncode == 0, done.stderr[-3000:]
     answers = json.loads(done.stdout)
     return {name: (job, answer) for (name, job), answer in zip(jobs.items(), answers)}
+
+
+def quat_mul(a, b):
+    """The Hamilton product a b of two quaternions (x y z w)."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return np.array(
+        [
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz,
+        ]
+    )
 
 
 def spelled(x):
@@ -152,8 +182,14 @@ def test_a_large_network_stays_well_under_two_megabytes(niryo):
         state[f"{name}.weight"] = rng.standard_normal((sizes[i + 1], sizes[i]), np.float32)
         state[f"{name}.bias"] = rng.standard_normal(sizes[i + 1], np.float32)
     state.update(
-        j1_R=np.eye(3), j1_p=np.zeros(3), j1_basis=np.eye(3), pos_center=np.zeros(3),
-        pos_scale=np.ones(3), lower=niryo.lower, upper=niryo.upper, continuous=niryo.continuous,
+        j1_R=np.eye(3),
+        j1_p=np.zeros(3),
+        j1_basis=np.eye(3),
+        pos_center=np.zeros(3),
+        pos_scale=np.ones(3),
+        lower=niryo.lower,
+        upper=niryo.upper,
+        continuous=niryo.continuous,
     )
     net = pack_network(state, {"dof": 6, "mode": "pose", "heads": 4})
     text = json.dumps(web_model(Solver(niryo, net, network_config={"mode": "pose"})))
@@ -217,6 +253,27 @@ def test_answers_are_the_python_solver_s(web, solvers, name):
     assert np.abs(Q[same] - np.array([a.q for a in want])[same]).max() <= 1e-6
     codes = ["solved", "best_effort", "rejected"]
     assert [codes[c] for c in answer["solve"]["status"]] == [a.status for a in want]
+
+
+@need_node
+def test_a_free_tool_axis_as_the_python_solver_leaves_it(web, solvers):
+    # targets turned about the tool's z: with z free, the tool's z axis is aligned (PyBullet),
+    # the turn about it is not asked for, and the answers are the Python solver's
+    job, answer = web["free"]
+    s, solver = job["solve"], solvers["niryo"]
+    Q = nan(answer["solve"]["q"]).reshape(-1, 6)
+    assert np.all(np.array(answer["solve"]["status"]) == 0)
+    with BulletFK.of(solver.arm) as oracle:
+        P, R = oracle.fk_batch(Q)
+    want_R = np.array([quat_to_matrix(q) for q in s["quaternions"]])
+    assert np.linalg.norm(P - np.array(s["positions"]), axis=1).max() <= 1e-3 + 1e-6
+    cos = np.einsum("bi,bi->b", R[:, :, 2], want_R[:, :, 2])
+    assert np.arccos(np.clip(cos, -1, 1)).max() <= 0.01 + 1e-6
+    assert rotation_angle(R, want_R).max() > 0.5  # the turn about z was left
+    py = [solver.solve(p, q, free_axis="z") for p, q in zip(s["positions"], s["quaternions"])]
+    same = np.array(answer["solve"]["iterations"]) == [a.iterations for a in py]
+    assert same.mean() >= 0.99
+    assert np.abs(Q[same] - np.array([a.q for a in py])[same]).max() <= 1e-6
 
 
 @need_node
