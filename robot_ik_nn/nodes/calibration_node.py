@@ -31,6 +31,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from .. import model_dir
 from ..calibration import session as S
 from ..calibration.folder import calibrate
 from ..calibration.measurements import to_csv
@@ -207,9 +208,9 @@ class CalibrationNode(Node):
             if not self.context.ok():
                 shutil.rmtree(work)
                 return self._end(130, "stopped (Ctrl-C) during the fit; nothing written")
-            if out.exists():
-                shutil.rmtree(out)
-            work.rename(out)
+            # the fitted folder takes out's place whole (model_dir.write_folder): a kill at any
+            # moment leaves the old calibrated folder or the new one, never neither
+            model_dir.write_folder(out, lambda new: _move_into(work, new))
         except ValueError as err:  # refused: the reason, nothing written
             return self._end(1, f"calibration refused: {err}")
         finally:
@@ -241,6 +242,12 @@ class CalibrationNode(Node):
                                              message or progress["state"], progress)])
         msg.header.stamp = self.get_clock().now().to_msg()
         self.status_pub.publish(msg)
+
+
+def _move_into(work: Path, new: Path) -> None:
+    """The fitted folder's files moved into ``new`` (model_dir.write_folder's work folder)."""
+    for item in work.iterdir():
+        item.rename(new / item.name)
 
 
 def main(args=None) -> int:
