@@ -91,3 +91,62 @@ def test_stream_mode_sends_rate_limited_setpoints_ending_at_the_solution(niryo_m
         probe.close()
         print(stop(inference)[-2000:])
         stop(sim)
+
+
+def test_targets_sent_one_by_one_with_pauses_are_not_carried_on(served_model):
+    """Three targets along a line in joint space, each sent after a pause longer than
+    STREAM_GAP_S (goals sent one by one, not a stream): the third is solved from the answer to
+    the second alone, not from it moved on by the step from the first (which on this line is
+    where the third's answer lies). Judged against the solver's own answer each way, given the
+    joints the node commanded and the ones the (still) arm reported."""
+    from fk_oracle import BulletFK, matrix_to_quat
+
+    from robot_ik_nn.ik.settings import IKSettings
+    from robot_ik_nn.ik.solver import Solver
+    from robot_ik_nn.nodes.inference_node import STREAM_GAP_S
+
+    sim = node_process(  # the arm holds still: the node's commands go elsewhere
+        "sim_node",
+        {"rate": 50.0},
+        "joint_command:=/unused",
+        f"{TRAJECTORY}:=/unused_trajectory",
+    )
+    inference = node_process("inference_node", {"model_dir": str(served_model)})
+    probe = Probe("one_by_one_probe")
+    try:
+        probe.listen(JointState, "/joint_command", RELIABLE)
+        probe.listen(JointState, "/joint_states", RELIABLE)
+        pub = probe.node.create_publisher(PoseStamped, TARGET, RELIABLE)
+        states = probe.received["/joint_states"]
+        probe.wait_for(
+            lambda: pub.get_subscription_count() >= 1
+            and len(states) > 2
+            and states[-1].position.tolist() == states[-2].position.tolist(),
+            120,
+            "the inference node, and the arm at rest",
+        )
+        current = np.array(states[-1].position)
+        step = np.array([0.05, -0.04, 0.05, 0.06, -0.05, 0.06])  # within carry_step (0.2 rad)
+        answers = []
+        with BulletFK.of(ARM) as fk:
+            for k in (1, 2, 3):
+                pos, rot = fk.fk(current + k * step)
+                publish_until(
+                    probe,
+                    lambda p=pos, r=rot: pub.publish(pose_msg(probe, p, matrix_to_quat(r))),
+                    "/joint_command",
+                )
+                time.sleep(2 * STREAM_GAP_S)  # a pause: no stream; any repeat has come by now
+                answers.append(np.array(probe.received["/joint_command"][-1].position))
+        assert np.abs(np.array(states[-1].position) - current).max() < 1e-9  # it held still
+        solver = Solver.load(served_model, IKSettings(margin=0.02, collision_check=True))
+        quat = matrix_to_quat(rot)
+        alone = solver.solve(pos, quat, current=current, last=answers[1])
+        carried = solver.solve(pos, quat, current=current, last=answers[1], previous=answers[0])
+        assert alone.solved and carried.solved
+        assert np.abs(alone.q - carried.q).max() > 1e-9  # the two can be told apart here
+        assert np.abs(answers[2] - alone.q).max() <= 1e-12, "solved from a carried step"
+    finally:
+        probe.close()
+        print(stop(inference)[-2000:])
+        stop(sim)
