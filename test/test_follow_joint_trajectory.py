@@ -54,16 +54,20 @@ class StandIn:
         self.action, self.probe = action, probe
         self.q = (ARM.lower + ARM.upper) / 2
         self.lag = 0.0
+        self.miss = 0.0  # rad: how far joint 0 settles from the trajectory's end
+        self.accept = True  # False: every goal is rejected
         self.goals, self.cancelled, self.tolerances = [], [], []
+        self.timed = []  # each goal: (joints at its start, its last point, that point's time)
         self.lock = threading.Lock()
         self.states = probe.node.create_publisher(JointState, "/joint_states", RELIABLE)
-        self.server = ActionServer(
+        self.serve = lambda: ActionServer(
             probe.node, action, "/arm_controller/follow_joint_trajectory",
             execute_callback=self.execute,
-            goal_callback=lambda goal: GoalResponse.ACCEPT,
+            goal_callback=lambda goal: GoalResponse.ACCEPT if self.accept else GoalResponse.REJECT,
             cancel_callback=self.on_cancel,
             callback_group=ReentrantCallbackGroup(),
         )  # fmt: skip
+        self.server = self.serve()
         self.timer = probe.node.create_timer(0.01, self.publish)
 
     def publish(self):
@@ -95,6 +99,8 @@ class StandIn:
         with self.lock:
             start = self.q.copy()
         points = [start] + [np.array(p.positions)[order] for p in goal.trajectory.points]
+        end = goal.trajectory.points[-1].time_from_start
+        self.timed.append((start, points[-1], end.sec + end.nanosec * 1e-9))
         path_tol = np.array([self.tolerances[-1][0].get(n, np.inf) for n in ARM.joint_names])
         goal_tol = np.array([self.tolerances[-1][1].get(n, np.inf) for n in ARM.joint_names])
         began = time.monotonic()
@@ -120,6 +126,10 @@ class StandIn:
             if t >= times[-1]:
                 break
             time.sleep(0.005)
+        if self.miss:  # the joints settle off the trajectory's end
+            actual = actual + self.miss * (np.arange(len(actual)) == 0)
+            with self.lock:
+                self.q = actual
         if np.any(np.abs(actual - points[-1]) > goal_tol):
             handle.abort()
             return Result(error_code=Result.GOAL_TOLERANCE_VIOLATED, error_string="off the goal")
@@ -291,3 +301,86 @@ def test_stop_cancels_the_running_goal(rig):
         assert standin.goals[goals] in standin.cancelled
     finally:
         SPEED = 20.0
+
+
+def _urdf_velocity_limits() -> np.ndarray:
+    """Each joint's velocity limit as the URDF file says it (rad/s), read here."""
+    import xml.etree.ElementTree as ET
+
+    joints = {j.get("name"): j for j in ET.parse(ARM.source).getroot().iter("joint")}
+    return np.array([float(joints[n].find("limit").get("velocity")) for n in ARM.joint_names])
+
+
+def _follow(probe, standin, target, q, timeout: float = 60.0) -> str:
+    """Send the pose at ``q`` once the stand-in's joints have settled; how its goal ended."""
+    time.sleep(0.3)  # the stand-in's settled joints reach the node before the target does
+    before = len(goal_reports(probe))
+    send(probe, target, q)
+    probe.wait_for(lambda: len(goal_reports(probe)) > before, timeout, "the goal's end")
+    return goal_reports(probe)[before]
+
+
+def test_time_from_start_lets_every_joint_keep_to_its_velocity_limit(rig):
+    """Each goal's point is timed so that the joint with the farthest way at its URDF
+    velocity limit just makes it from where the arm was (speed_scale 1, min_duration 0)."""
+    probe, standin, target = rig
+    velocity = _urdf_velocity_limits()
+    checked = 0
+    for q in reachable(np.random.default_rng(17), 6):
+        if not _follow(probe, standin, target, q).endswith("succeeded"):
+            continue
+        start, end, seconds = standin.timed[-1]
+        assert seconds == pytest.approx(np.max(np.abs(end - start) / velocity), abs=1e-6)
+        checked += 1
+    assert checked >= 5
+
+
+def test_a_rejected_goal_is_reported(rig):
+    probe, standin, target = rig
+    standin.accept = False
+    try:
+        report = _follow(probe, standin, target, ARM.lower + 0.4 * (ARM.upper - ARM.lower))
+        assert "rejected by arm_controller/follow_joint_trajectory" in report, report
+    finally:
+        standin.accept = True
+
+
+def test_a_goal_ending_outside_its_goal_tolerance_is_reported(rig):
+    probe, standin, target = rig
+    standin.miss = 4 * TOLERANCE
+    try:
+        report = _follow(probe, standin, target, ARM.lower + 0.6 * (ARM.upper - ARM.lower))
+        assert "aborted (GOAL_TOLERANCE_VIOLATED)" in report, report
+    finally:
+        standin.miss = 0.0
+    assert _follow(probe, standin, target, ARM.lower + 0.55 * (ARM.upper - ARM.lower)).endswith(
+        "succeeded"
+    )
+
+
+def test_no_server_is_reported_and_nothing_is_sent(rig):
+    """Without a FollowJointTrajectory server the node says so for each commanded target (its
+    action client finds the server gone in its own time); with one back, goals flow again."""
+    probe, standin, target = rig
+    standin.server.destroy()
+    report, q = "", ARM.lower + 0.45 * (ARM.upper - ARM.lower)
+    try:
+        for _ in range(30):  # a goal sent before the client saw the server go gets no answer
+            try:
+                report = _follow(probe, standin, target, q, 5.0)
+            except AssertionError:
+                continue
+            if "no FollowJointTrajectory server" in report:
+                break
+        assert report == (
+            "no FollowJointTrajectory server on arm_controller/follow_joint_trajectory; not sent"
+        )
+    finally:
+        standin.server = standin.serve()
+    for _ in range(60):
+        if _follow(probe, standin, target, ARM.lower + 0.5 * (ARM.upper - ARM.lower)).endswith(
+            "succeeded"
+        ):
+            break
+    else:
+        raise AssertionError("no goal succeeded once the server was back")
