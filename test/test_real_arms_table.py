@@ -88,6 +88,14 @@ def test_unknown_names_are_refused_naming_the_known_ones(toy):
         arms.RealArm("other", "niryo_one", "d", "a:B", "e", "a:C", "usb", "")
 
 
+def test_a_module_named_in_the_environment_that_cannot_load_is_named(tmp_path):
+    env = {**os.environ, "ROBOT_IK_NN_ARMS": "no_such_arms_module"}
+    run = subprocess.run([sys.executable, "-c", "import robot_ik_nn.hardware.arms"], env=env,
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode != 0
+    assert "ROBOT_IK_NN_ARMS: cannot load 'no_such_arms_module'" in run.stderr, run.stderr
+
+
 def test_old_names_follow_the_table(toy):
     from robot_ik_nn.hardware.drivers import DRIVERS
     from robot_ik_nn.hardware.emulators import EMULATORS

@@ -130,9 +130,12 @@ def load_class(path: str):
 def _from_environment(text: str) -> None:
     for item in filter(None, (part.strip() for part in text.split(","))):
         module, _, attr = item.partition(":")
-        loaded = importlib.import_module(module)
+        try:
+            loaded = importlib.import_module(module)
+            value = getattr(loaded, attr) if attr else None
+        except (ImportError, AttributeError) as err:
+            raise ImportError(f"{ENVIRONMENT}: cannot load {item!r}: {err}") from err
         if attr:
-            value = getattr(loaded, attr)
             for entry in value if isinstance(value, (list, tuple)) else [value]:
                 register(entry, replace=True)
 
