@@ -37,6 +37,32 @@ def joint_sets(arm, count, seed, inset=0.0):
     return lo + rng.random((count, arm.dof)) * (hi - lo)
 
 
+def stream_joints(arm, count, step, seed):
+    """A random walk of the joints, each step up to ``step`` rad a joint, bouncing off the
+    limits."""
+    rng = np.random.default_rng(seed)
+    q = arm.mid_range.copy()
+    out = []
+    for _ in range(count):
+        q = q + rng.uniform(-step, step, arm.dof)
+        q = np.where(q > arm.upper, 2 * arm.upper - q, q)
+        q = np.where(q < arm.lower, 2 * arm.lower - q, q)
+        out.append(q.copy())
+    return np.array(out)
+
+
+def dead_end(arm):
+    """A stream whose last joint is driven past its upper limit (2.57 rad): on the branch it is
+    tracked on, LM stalls at the limit (a dead end), and only the wrist turned over (joints 4
+    and 6 half a turn round, 5 negated) goes on."""
+    q = np.array([0.3, -0.3, 0.2, 0.5 - np.pi, -0.6, 0.0])
+    out = []
+    for last in np.linspace(2.45, 2.75, 31):
+        q[5] = last
+        out.append(q.copy())
+    return np.array(out)
+
+
 def poses(oracle, Q):
     """Targets from joints, by PyBullet (position, quaternion x y z w)."""
     P, R = oracle.fk_batch(Q)
@@ -98,6 +124,17 @@ def web(solvers, tmp_path_factory):
             "positions": P.tolist(),
             "quaternions": [quat_mul(q, turn).tolist() for q in quats],
             "freeAxis": "z",
+        },
+    }
+    walk = np.concatenate([stream_joints(niryo.arm, 300, 0.02, 9), dead_end(niryo.arm)])
+    with BulletFK.of(niryo.arm) as oracle:
+        P, quats = poses(oracle, walk)
+    jobs["stream"] = {
+        "model": files["niryo"],
+        "solve": {
+            "positions": P.tolist(),
+            "quaternions": quats.tolist(),
+            "start": walk[0].tolist(),
         },
     }
     odd = [[np.nan, 0.0, 0.2], [0.2, 0.0, 0.2], [0.2, 0.0, 0.2], [3.0, 0.0, 0.2], [0.5, 0.3, 0.4]]
@@ -253,6 +290,29 @@ def test_answers_are_the_python_solver_s(web, solvers, name):
     assert np.abs(Q[same] - np.array([a.q for a in want])[same]).max() <= 1e-6
     codes = ["solved", "best_effort", "rejected"]
     assert [codes[c] for c in answer["solve"]["status"]] == [a.status for a in want]
+
+
+@need_node
+def test_a_tracked_stream_as_the_python_solver_tracks_it(web, solvers):
+    # each target from the answer before it: the warm start, the seeds around it where LM is
+    # stuck, the network after them; the same iterations and joints as the Python solver
+    job, answer = web["stream"]
+    s, solver = job["solve"], solvers["niryo"]
+    last, py = np.array(s["start"]), []
+    for p, q in zip(s["positions"], s["quaternions"]):
+        a = solver.solve(p, q, current=last, last=last)
+        py.append(a)
+        last = a.q if a.q is not None else last
+    its = np.array(answer["solve"]["iterations"])
+    same = its == [a.iterations for a in py]
+    assert same.mean() >= 0.99, same.mean()
+    Q = nan(answer["solve"]["q"]).reshape(-1, 6)
+    assert np.abs(Q[same] - np.array([a.q for a in py])[same]).max() <= 1e-6
+    assert its.max() > 50  # the stream met a dead end, searched around its last answer
+    # ... and searched as long (a few targets' iterations differing by rounding would not tip
+    # this; one more rung of seeds around the last answer adds hundreds)
+    total = sum(a.iterations for a in py)
+    assert abs(its.sum() - total) <= 0.01 * total, (its.sum(), total)
 
 
 @need_node

@@ -1,7 +1,8 @@
 // What test/test_web_solver.py drives: one Node process per test module. Reads a JSON file of
 // jobs (argv[2]) and prints their answers as one JSON list, a job's answers an object:
 //   [{"model": path, "forward": [[q]...], "candidates": {"positions", "quaternions", "current"},
-//     "solve": {"positions", "quaternions", "current", "freeAxis", "oneByOne"}}, ...]
+//     "solve": {"positions", "quaternions", "current", "freeAxis", "oneByOne", "start"}}, ...]
+//   ("start": the targets are a stream, each solved from the answer before, from these joints)
 // -> [{"forward": {"positions", "rotations"}, "candidates": [[...]...], "solve": {"q", "status",
 //     "posErr", "rotErr", "iterations", "reasons"}}, ...]  (NaN written as null; in the jobs,
 //     "NaN", "Infinity" and "-Infinity" stand for those numbers)
@@ -36,6 +37,23 @@ async function run(work) {
       freeAxis: s.freeAxis,
     });
     const reasons = [];
+    if (s.start) {
+      // a stream: each target solved from the answer before it (current and last)
+      let last = Float64Array.from(s.start);
+      for (let i = 0; i < s.positions.length; i++) {
+        const a = solver.solve(s.positions[i], s.quaternions ? s.quaternions[i] : null, {
+          current: last,
+          last,
+          freeAxis: s.freeAxis,
+        });
+        if (a.q !== null) last = a.q;
+        r.q.set(a.q ?? new Float64Array(solver.dof).fill(NaN), i * solver.dof);
+        r.status[i] = ['solved', 'best_effort', 'rejected'].indexOf(a.status);
+        r.iterations[i] = a.iterations;
+        r.posErr[i] = a.posErr;
+        r.rotErr[i] = a.rotErr;
+      }
+    }
     if (s.oneByOne) {
       // the same targets through solve(): the same answers, and the reasons' words
       for (let i = 0; i < s.positions.length; i++) {
