@@ -50,16 +50,56 @@ def test_every_answer_is_exact_and_distinct(solver, targets):
     assert max(counts) >= 2  # the Niryo One has several branches for some of these targets
 
 
-def test_brute_force_finds_little_more(solver, targets):
-    P, _, Q = targets
-    brute = solver.with_settings(solution_attempts=2000)
-    found = total = 0
+def independent_answers(arm, p, R, starts: int, seed: int) -> np.ndarray:
+    """The target's answers as a search that shares nothing with the solver finds them:
+    scipy's bounded least squares on PyBullet's forward kinematics (fk_oracle) from ``starts``
+    random joints (its differences 1e-4 apart: PyBullet's link states are single precision),
+    kept where PyBullet puts the tool within 1 mm / 0.01 rad of it, one of each group closer
+    than 0.05 rad."""
+    from fk_oracle import rotation_angle
+    from scipy.optimize import least_squares
+    from scipy.spatial.transform import Rotation
+
+    rng = np.random.default_rng(seed)
+    found = []
+    with BulletFK.of(arm) as fk:
+
+        def residual(q):
+            pq, Rq = fk.fk(q)
+            return np.concatenate([pq - p, 0.1 * Rotation.from_matrix(R.T @ Rq).as_rotvec()])
+
+        for _ in range(starts):
+            q0 = rng.uniform(arm.lower, arm.upper)
+            q = least_squares(
+                residual,
+                q0,
+                bounds=(arm.lower, arm.upper),
+                diff_step=1e-4,
+                xtol=1e-12,
+                ftol=1e-12,
+                gtol=1e-12,
+                max_nfev=200,
+            ).x
+            pq, Rq = fk.fk(q)
+            if np.linalg.norm(pq - p) <= 1e-3 and rotation_angle(Rq, R) <= 0.01:
+                if all(gap(arm, q, other) > 0.05 for other in found):
+                    found.append(q)
+    return np.array(found).reshape(-1, arm.dof)
+
+
+def test_an_independent_search_finds_little_the_solver_missed(solver, targets):
+    """Of the answers an independent search finds (up to 8 a target, as many as asked for),
+    the solver's eight hold at least 80 % (each within 0.05 rad of one of them)."""
+    P, R, Q = targets
+    covered = total = 0
     for i in range(len(P)):
-        ours = len(solver.solve(P[i], Q[i], solutions=8))
-        everything = len(brute.solve(P[i], Q[i], solutions=2000, patience=2000))
-        assert ours <= everything or ours == 8
-        found, total = found + min(ours, 8), total + min(everything, 8)
-    assert found / total >= 0.8
+        ours = np.array([a.q for a in solver.solve(P[i], Q[i], solutions=8)])
+        theirs = independent_answers(solver.arm, P[i], R[i], 40, seed=i)
+        assert len(theirs) >= 1  # every target is reached: it was drawn from the arm's joints
+        near = [min(gap(solver.arm, q, a) for a in ours) <= 0.05 for q in theirs]
+        covered += min(sum(near), 8)
+        total += min(len(theirs), 8)
+    assert covered / total >= 0.8, f"{covered} of {total} independent answers found"
 
 
 @pytest.mark.parametrize("order", several_answers.ORDERS)
