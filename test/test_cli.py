@@ -52,7 +52,6 @@ def test_eval_json_has_the_promised_keys(trained):
     assert refined["solve_rate"] == refined["solved"] / 300 >= 0.9
     # solved means within 1 mm and 0.01 rad: the median answer is, and refining beats the network
     assert 0 < refined["pos_mm_median"] <= 1.0 and refined["rot_deg_median"] <= 0.573
-    assert refined["pos_mm_median"] <= refined["pos_mm_p99"]
     assert refined["pos_mm_median"] < result["network"]["pos_mm_median"]
     assert refined["solutions_per_s"] * refined["seconds"] == pytest.approx(300)
 
