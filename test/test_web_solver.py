@@ -129,14 +129,16 @@ def web(solvers, tmp_path_factory):
     walk = np.concatenate([stream_joints(niryo.arm, 300, 0.02, 9), dead_end(niryo.arm)])
     with BulletFK.of(niryo.arm) as oracle:
         P, quats = poses(oracle, walk)
-    jobs["stream"] = {
-        "model": files["niryo"],
-        "solve": {
-            "positions": P.tolist(),
-            "quaternions": quats.tolist(),
-            "start": walk[0].tolist(),
-        },
-    }
+    for name, carry in (("stream", False), ("carried", True)):
+        jobs[name] = {
+            "model": files["niryo"],
+            "solve": {
+                "positions": P.tolist(),
+                "quaternions": quats.tolist(),
+                "start": walk[0].tolist(),
+                "carry": carry,
+            },
+        }
     odd = [[np.nan, 0.0, 0.2], [0.2, 0.0, 0.2], [0.2, 0.0, 0.2], [3.0, 0.0, 0.2], [0.5, 0.3, 0.4]]
     jobs["statuses"] = {
         "model": files["niryo"],
@@ -293,16 +295,19 @@ def test_answers_are_the_python_solver_s(web, solvers, name):
 
 
 @need_node
-def test_a_tracked_stream_as_the_python_solver_tracks_it(web, solvers):
+@pytest.mark.parametrize("name", ["stream", "carried"])
+def test_a_tracked_stream_as_the_python_solver_tracks_it(web, solvers, name):
     # each target from the answer before it: the warm start, the seeds around it where LM is
-    # stuck, the network after them; the same iterations and joints as the Python solver
-    job, answer = web["stream"]
+    # stuck, the network after them; "carried": the last step carried on (previous=); the same
+    # iterations and joints as the Python solver
+    job, answer = web[name]
     s, solver = job["solve"], solvers["niryo"]
-    last, py = np.array(s["start"]), []
+    last, previous, py = np.array(s["start"]), None, []
     for p, q in zip(s["positions"], s["quaternions"]):
-        a = solver.solve(p, q, current=last, last=last)
+        a = solver.solve(p, q, current=last, last=last, previous=previous if s["carry"] else None)
         py.append(a)
-        last = a.q if a.q is not None else last
+        if a.q is not None:
+            previous, last = last, a.q
     its = np.array(answer["solve"]["iterations"])
     same = its == [a.iterations for a in py]
     assert same.mean() >= 0.99, same.mean()

@@ -1,8 +1,10 @@
 // What test/test_web_solver.py drives: one Node process per test module. Reads a JSON file of
 // jobs (argv[2]) and prints their answers as one JSON list, a job's answers an object:
 //   [{"model": path, "forward": [[q]...], "candidates": {"positions", "quaternions", "current"},
-//     "solve": {"positions", "quaternions", "current", "freeAxis", "oneByOne", "start"}}, ...]
-//   ("start": the targets are a stream, each solved from the answer before, from these joints)
+//     "solve": {"positions", "quaternions", "current", "freeAxis", "oneByOne", "start",
+//     "carry"}}, ...]
+//   ("start": the targets are a stream, each solved from the answer before, from these joints;
+//   with "carry", the answer before that given as previous)
 // -> [{"forward": {"positions", "rotations"}, "candidates": [[...]...], "solve": {"q", "status",
 //     "posErr", "rotErr", "iterations", "reasons"}}, ...]  (NaN written as null; in the jobs,
 //     "NaN", "Infinity" and "-Infinity" stand for those numbers)
@@ -40,13 +42,18 @@ async function run(work) {
     if (s.start) {
       // a stream: each target solved from the answer before it (current and last)
       let last = Float64Array.from(s.start);
+      let previous = null;
       for (let i = 0; i < s.positions.length; i++) {
         const a = solver.solve(s.positions[i], s.quaternions ? s.quaternions[i] : null, {
           current: last,
           last,
+          previous: s.carry ? previous : null,
           freeAxis: s.freeAxis,
         });
-        if (a.q !== null) last = a.q;
+        if (a.q !== null) {
+          previous = last;
+          last = a.q;
+        }
         r.q.set(a.q ?? new Float64Array(solver.dof).fill(NaN), i * solver.dof);
         r.status[i] = ['solved', 'best_effort', 'rejected'].indexOf(a.status);
         r.iterations[i] = a.iterations;
