@@ -20,7 +20,7 @@ import argparse
 import json
 import sys
 
-from . import BEST_EFFORT, HELD, NO_ANSWER, REJECTED, SOLVED, USAGE, exit_codes_text
+from .exit_codes import BEST_EFFORT, HELD, NO_ANSWER, REJECTED, SOLVED, USAGE, exit_codes_text
 
 
 def _client(args):

@@ -10,9 +10,9 @@ import sys
 
 from ..arg_types import count, count0, positive
 from ..arm.resources import tool_axes_text
-from . import BEST_EFFORT, REJECTED
-from . import SOLVED as EXIT_SOLVED
 from .common import use_threads
+from .exit_codes import BEST_EFFORT, REJECTED
+from .exit_codes import SOLVED as EXIT_SOLVED
 
 
 def cmd_eval(args) -> int:
