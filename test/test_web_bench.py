@@ -142,3 +142,41 @@ def test_web_bench_page(inputs):
             said = np.asarray(row["judged_solved"], dtype=bool)
             assert not np.any(said & ~truth), f"{name} in chromium: solved, PyBullet disagrees"
     assert harness["solvers"]["robot_ik_nn"]["solved"] > 0
+
+
+def _need_crowd():
+    from robot_ik_nn.web.folder import WebFolderError, check_dist, default_dist
+
+    try:
+        web.chromium_path()
+        check_dist(default_dist())
+    except (web.WebBenchError, WebFolderError) as err:
+        pytest.skip(str(err))
+
+
+@pytest.mark.browser
+def test_crowd_timings_come_back_from_the_exported_page(served_model):
+    """bench --web's crowd: the exported crowd page runs in headless chromium and posts one IK
+    time per frame (no timing asserted: only that every frame after the warm-up is counted,
+    finite and not negative, and that the slowest frame's work is reported)."""
+    _need_crowd()
+    from robot_ik_nn.bench.web_crowd import WARMUP, format_crowd, run_crowd
+
+    solver = Solver.load(served_model)
+    crowd = run_crowd(served_model, solver, arms=10, frames=12)
+    assert crowd["arms"] == 10 and crowd["frames"] >= 12
+    assert 0 <= crowd["ik_ms_median"] <= crowd["ik_ms_max"] < float("inf")
+    assert crowd["warmup_frames_left_out"] == WARMUP and crowd["iterations_of_slowest_frame"] > 0
+    assert "10 arms" in format_crowd(crowd)
+
+
+@pytest.mark.browser
+def test_a_page_that_fails_posts_its_error(served_model, tmp_path):
+    """The crowd page without its model file posts the page's own message, and bench says it."""
+    _need_crowd()
+    from robot_ik_nn.web.folder import write_web_folder
+
+    folder, _ = write_web_folder(served_model, tmp_path / "site")
+    (folder / "model.web.json").unlink()
+    with pytest.raises(web.WebBenchError, match="crowd page failed: .*model"):
+        web.page_result(folder, "crowd.html?n=2&frames=3&post=/result", 120, "crowd")

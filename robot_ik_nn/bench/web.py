@@ -21,39 +21,24 @@ in both (the JavaScript solver has none).
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import threading
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 
 from ..arm.rotations import quaternion_to_matrix
 from .measure import judge, one_at_a_time, one_cpu, row
+from .web_page import CHROMIUM_FLAGS, WebBenchError, chromium_path, page_result  # noqa: F401
 
 WEB = Path(__file__).resolve().parents[2] / "web"
 RUNTIMES = ("node", "chromium")
 SAME_VERDICT = "pose"  # peers judged on the full pose (CCDIKSolver is not: position only)
 HEAVY = ("answers", "judged_solved", "claimed")  # per-target arrays, judged then left out
-CHROMIUM_FLAGS = (
-    "--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking "
-    "--disable-component-update --disable-sync --disable-background-timer-throttling "
-    "--disable-renderer-backgrounding"
-).split()
 PACKAGES = ("closed-chain-ik", "three", "esbuild")  # what the bench needs in web/node_modules
-
-
-class WebBenchError(RuntimeError):
-    """The web bench cannot run here (no node, no chromium, no web/node_modules) or its
-    harness failed."""
 
 
 def web_folder(web: Path = WEB) -> Path:
@@ -75,13 +60,6 @@ def node_path() -> str:
     if not found:
         raise WebBenchError("no node on PATH: apt-get install -y nodejs npm")
     return found
-
-
-def chromium_path() -> str:
-    for name in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    raise WebBenchError("no chromium: apt-get install -y chromium, or set CHROMIUM=/path")
 
 
 def pybullet_fk(sim):
@@ -158,68 +136,16 @@ def build_page(folder: Path, web: Path = WEB) -> None:
         raise WebBenchError(f"the bench page did not build: {done.stderr[-2000:]}")
 
 
-class _Handler(SimpleHTTPRequestHandler):
-    """The folder's files; POST /result: the page's JSON, handed to ``received``."""
-
-    received = None  # set per server (partial)
-
-    def do_POST(self):  # noqa: N802 - http.server's name
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length)
-        self.send_response(204 if self.path.startswith("/result") else 404)
-        self.end_headers()
-        if self.path.startswith("/result"):
-            self.server.result = body
-            self.server.arrived.set()
-
-    def log_message(self, *args):  # quiet
-        pass
-
-
 def run_chromium(folder: Path, budget_ms: float, warmup: int) -> dict:
     """The harness in headless chromium: the page served from ``folder`` on localhost, its
     result POSTed back. Returns the result object (runtime: the browser's version too)."""
-    exe = chromium_path()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Handler, directory=str(folder)))
-    server.result, server.arrived = None, threading.Event()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     n = len(json.loads((folder / "targets.json").read_text())["positions"])
-    url = (
-        f"http://127.0.0.1:{server.server_address[1]}/bench.html?model=model.web.json"
-        f"&targets=targets.json&budget={budget_ms}&warmup={warmup}&post=/result"
+    query = (
+        f"bench.html?model=model.web.json&targets=targets.json&budget={budget_ms}"
+        f"&warmup={warmup}&post=/result"
     )
-    profile = tempfile.mkdtemp(prefix="robot_ik_nn_web_bench_")
-    log = open(folder / "chromium.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", url],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        waited, limit = 0.0, _deadline(n, budget_ms)
-        while not server.arrived.wait(1.0):
-            waited += 1.0
-            if proc.poll() is not None:
-                said = (folder / "chromium.log").read_text(errors="replace")[-1500:]
-                raise WebBenchError(f"chromium exited ({proc.returncode}) early: {said}")
-            if waited > limit:
-                raise WebBenchError(f"the page's bench ran past {limit:.0f} s")
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)  # the browser and the processes it started
-            proc.wait(10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
-        server.shutdown()
-        server.server_close()
-        shutil.rmtree(profile, ignore_errors=True)
-    result = json.loads(server.result)
-    if "error" in result:
-        raise WebBenchError(f"the page's bench failed: {result['error']}")
-    result["runtime"]["browser"] = _version([exe, "--version"])
+    result = page_result(folder, query, _deadline(n, budget_ms), "bench")
+    result["runtime"]["browser"] = _version([chromium_path(), "--version"])
     return result
 
 
@@ -317,8 +243,10 @@ def measure(
     runtimes=RUNTIMES,
     seed: int = 42,
     say=None,
+    crowd_frames: int = 200,
 ) -> dict:
-    """Targets, the harness in each runtime, the native figure, all judged by PyBullet."""
+    """Targets, the harness in each runtime, the native figure, all judged by PyBullet; with
+    chromium, the crowd page's IK time per frame too (``crowd_frames``; 0: not measured)."""
     from ..hardware.pybullet_arm import ArmSim
     from ..ik.solver import Solver
     from . import machine
@@ -371,6 +299,11 @@ def measure(
                     "solvers": rows,
                     "ratios": ratios(rows, result["native"]),
                 }
+    if "chromium" in runtimes and crowd_frames > 0:
+        from .web_crowd import run_crowd
+
+        say(f"chromium: the crowd page, 100 arms, {crowd_frames} frames")
+        result["crowd"] = run_crowd(model, solver, frames=crowd_frames)
     result.update(
         date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         commit=_commit(),
@@ -418,4 +351,8 @@ def format_table(result: dict) -> str:
                 for key, value in ratio.items()
             ]
             lines.append(f"- {runtime}: " + ", ".join(parts))
+    if "crowd" in result:
+        from .web_crowd import format_crowd
+
+        lines.append(format_crowd(result["crowd"]))
     return "\n".join(lines)

@@ -4,6 +4,8 @@
 // arm is solved from its own last answers (a stream); the frame's IK time, all the arms' solves
 // between two performance.now() calls, is drawn and kept in window.__crowd = {frames, ikMs}, with
 // the frame's LM iterations (all arms) in iterations: a slow frame that did no more work waited.
+// ?frames=F&post=/result: after F frames the timings are POSTed there as JSON (robot-ik-nn
+// bench --web measures the crowd so); an error is posted as {error}.
 
 import {
   THREE,
@@ -37,6 +39,20 @@ function seeded(seed) {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/** After ?frames= frames, the timings POSTed to ?post= (once); an error is posted too. */
+function postWhenDone(error) {
+  const post = param('post', '');
+  if (!post || state.posted) return;
+  const frames = Number(param('frames', '0'));
+  if (!error && state.frames < frames) return;
+  state.posted = true;
+  const body = error
+    ? { error }
+    : { n: state.n, frames: state.frames, ikMs: state.ikMs, iterations: state.iterations,
+        notSolved: state.notSolved, userAgent: navigator.userAgent };
+  fetch(post, { method: 'POST', body: JSON.stringify(body) });
 }
 
 function count() {
@@ -204,9 +220,11 @@ async function main() {
           `${quantile(recent, 0.99).toFixed(2)} ms; not solved this frame: ${notSolvedNow}`;
       }
       renderer.render(scene, camera);
+      postWhenDone();
     } catch (err) {
       state.error = `the crowd stopped: ${err.message}`;
       showError(state.error);
+      postWhenDone(state.error);
       return;
     }
     requestAnimationFrame(frame);
@@ -219,4 +237,5 @@ async function main() {
 main().catch((err) => {
   state.error = err.message;
   showError(err.message);
+  postWhenDone(err.message);
 });
