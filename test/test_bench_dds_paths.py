@@ -70,7 +70,10 @@ def test_the_node_carries_a_streams_last_step_across_a_singular_pose(niryo_model
     d = r["dds_paths"]
     assert not any("a jump" in k for k in d["refusals"]), d["refusals"]
     row = d["rows"][0]
-    assert row["commanded"] >= 100, row  # a few may come late on a loaded machine, none jump
+    # some may come late on a loaded machine (refused for time, with that reason), none jump;
+    # what counts is that the commands go on across the singular pose at target 74
+    at = [i for i, _ in row["commands"]]
+    assert at and min(at) < 70 and max(at) > 100 and len(at) >= 60, row
     solver = Solver.load(niryo_model)
     q_path, _, _ = spline_path(solver.arm, solver.forward, 1079, 120)
     with BulletFK.of(solver.arm) as oracle:

@@ -33,6 +33,9 @@ from .common import RELIABLE
 
 TARGET_STATUS = "inference_node: target"  # the name of the inference node's verdict on a target
 DISCOVERY_S = 5.0  # s: a session's nodes are seen within this (DDS discovery on one host: ~1 s)
+# s: the arm nodes are taken as all found once the graph has not changed for this long (a
+# second arm node went unseen with 1 s, beside a test run on both cores)
+GRAPH_QUIET_S = 2.0
 SETTLE_S = 0.3  # s: the arm node's state is read from its first ~/status this long after a verdict
 START = (
     "start one in another shell (robot-ik-nn launch deploy, or launch inference "
@@ -178,15 +181,18 @@ class SessionClient:
 
     def find_arm_node(self, timeout: float = 10.0) -> str:
         """The one arm node of the session (see arm_nodes), found within ``timeout`` seconds;
-        NoSession when there is none, SeveralArmNodes when there are more (a second second of
-        discovery after the first is found, to see them all)."""
+        NoSession when there is none, SeveralArmNodes when there are more (discovery goes on
+        after the first is found until the graph's nodes and arm nodes have not changed for
+        GRAPH_QUIET_S: a second arm node's topics can arrive seconds after its name on a busy
+        machine)."""
         start = time.monotonic()
-        found, seen_at = [], None
+        found, seen, settled_at = [], None, None
         while time.monotonic() - start < timeout:
             found = self.arm_nodes()
-            if found and seen_at is None:
-                seen_at = time.monotonic()
-            if seen_at is not None and time.monotonic() - seen_at >= 1.0:
+            now = (tuple(found), tuple(sorted(self.node_names())))
+            if now != seen:
+                seen, settled_at = now, time.monotonic()
+            if found and time.monotonic() - settled_at >= GRAPH_QUIET_S:
                 break
             if not found and time.monotonic() - start >= min(DISCOVERY_S, timeout):
                 self._no_session(time.monotonic() - start)
