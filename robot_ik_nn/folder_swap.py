@@ -1,4 +1,5 @@
-"""A folder replaced whole: a reader finds the old one or the new one, never neither, never a mix.
+"""A file or a folder replaced whole: a reader finds the old one or the new one, never neither,
+never a mix (:func:`atomic_write` for one file, :func:`replace` for a folder).
 
 :func:`replace` has the new folder written into a temporary sibling (``.NAME.replacing-PID-*``),
 carries into it what the old folder holds beside the files being replaced (hard links: a
@@ -23,6 +24,29 @@ from pathlib import Path
 _NEW, _OLD = "replacing", "old"
 _EXCHANGE = 2  # RENAME_EXCHANGE, linux/fs.h
 _AT_FDCWD = -100
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that a crash leaves either the old file or the new one."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:  # named as the user named it, not by the temporary file beside it
+        raise OSError(error.errno, f"cannot write {path}: {error.strerror}") from None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a model folder is for sharing
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def _leftovers(path: Path) -> list[tuple[str, int, Path]]:

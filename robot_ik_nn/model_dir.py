@@ -33,6 +33,7 @@ from pathlib import Path
 
 from . import tensor_file
 from .arm.model import ArmModel, RobotModelError
+from .folder_swap import atomic_write  # noqa: F401  (model_dir.atomic_write, as before)
 
 FORMAT = 1
 WEIGHTS, META, URDF, REPORT, CURVE = (
@@ -47,29 +48,6 @@ ONNX = "model.onnx"
 
 class ModelDirError(RuntimeError):
     """A model folder that cannot be used: missing, corrupt, or for another arm."""
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a crash leaves either the old file or the new one."""
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as error:  # named as the user named it, not by the temporary file beside it
-        raise OSError(error.errno, f"cannot write {path}: {error.strerror}") from None
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a model folder is for sharing
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _sha256(data: bytes) -> str:

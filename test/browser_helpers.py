@@ -35,6 +35,7 @@ class Browser:
     def __init__(self, proc, profile, ws):
         self.proc, self.profile, self.ws = proc, profile, ws
         self.ids = itertools.count(1)
+        self.events = None  # a list keeps the DevTools events that arrive (None: dropped)
         atexit.register(self.close)  # a test that dies midway leaves no browser running
 
     @classmethod
@@ -105,7 +106,8 @@ class Browser:
 
     # -- the protocol -----------------------------------------------------------------------------
     def call(self, method: str, timeout: float = 60.0, **params):
-        """One DevTools command and its result (events that arrive meanwhile are dropped)."""
+        """One DevTools command and its result (events that arrive meanwhile are kept in
+        ``events`` when it is a list, else dropped)."""
         mid = next(self.ids)
         self.ws.send(json.dumps({"id": mid, "method": method, "params": params}))
         deadline = time.monotonic() + timeout
@@ -118,6 +120,8 @@ class Browser:
                 if "error" in reply:
                     raise RuntimeError(f"{method}: {reply['error']}")
                 return reply["result"]
+            if self.events is not None and "method" in reply:
+                self.events.append(reply)
 
     def open(self, url: str) -> None:
         self.call("Page.enable")

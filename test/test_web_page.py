@@ -14,7 +14,6 @@ import json
 import re
 import shutil
 import threading
-import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -37,31 +36,16 @@ def chromium_test(f):
 
 
 class RecordingBrowser(Browser):
-    """The suite's Browser, keeping the DevTools events that arrive meanwhile (the network's
-    requests) instead of dropping them."""
+    """The suite's Browser keeping the DevTools events that arrive (the network's requests)."""
 
-    def call(self, method: str, timeout: float = 60.0, **params):
-        if not hasattr(self, "events"):
-            self.events = []
-        mid = next(self.ids)
-        self.ws.send(json.dumps({"id": mid, "method": method, "params": params}))
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"{method}: no answer in {timeout} s")
-            reply = json.loads(self.ws.recv(timeout=left))
-            if reply.get("id") == mid:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return reply["result"]
-            if "method" in reply:
-                self.events.append(reply)
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.events = []
 
     def requested(self) -> list[str]:
         return [
             e["params"]["request"]["url"]
-            for e in getattr(self, "events", [])
+            for e in self.events
             if e["method"] == "Network.requestWillBeSent"
         ]
 

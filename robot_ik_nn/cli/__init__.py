@@ -16,11 +16,11 @@ adds, each bound to the function that runs it):
 
     __init__.py    main(): the parser from parts(), the refusals every command shares
     __main__.py    python -m robot_ik_nn.cli
-    common.py      use_threads(): the CPU threads numba (and torch) may use
+    common.py      use_threads(): the CPU threads numba (and torch) may use; say_if_compiling()
     exit_codes.py  the exit codes, one table (a leaf: the commands import it)
     train.py       train, merge
     train_run.py   train --nproc under torchrun; the stop between steps (signals, stop file)
-    solve.py       eval, solve
+    solve.py       eval, solve (solve_path.py: solve --path)
     calibrate.py   calibrate, true-arm
     collisions.py  collisions
     bench.py       bench (each mode measures; one block writes and prints)
