@@ -4,7 +4,8 @@ keeps it safe (hardware/bridge.py). ``sim_node`` is this node with the PyBullet 
 Subscribes ``joint_command`` (sensor_msgs/JointState) and ``<controller>/joint_trajectory``
 (trajectory_msgs/JointTrajectory); publishes ``/joint_states``, ``~/end_effector_pose``
 (PoseStamped, from the joints read back), ``~/markers`` (reached pose and the last target heard on
-``target_pose``) and ``~/status`` (DiagnosticArray: connected, enabled, holding and why);
+``target_pose``: the sessions remap it to the inference node's ``~/target_taken``, never to
+its ``~/target_pose``) and ``~/status`` (DiagnosticArray: connected, enabled, holding and why);
 services ``~/stop`` and ``~/resume`` (std_srvs/Trigger). A real arm does not move after start-up
 until ``~/resume`` is called or ``start_enabled`` is true, and holds when no command came within
 ``watchdog_timeout`` seconds (stream commands to it: the inference node's ``stream``). Commands

@@ -11,7 +11,16 @@ gate (safety.py) and publishes:
 - ``<controller>/joint_trajectory`` (trajectory_msgs/JointTrajectory): one point, reached no
   faster than the joint velocity limits allow from the current joints;
 - ``~/joint_quaternions`` (std_msgs/Float64MultiArray, n_joints x 4, x y z w);
-- ``~/status`` (diagnostic_msgs/DiagnosticArray): solved / best effort / rejected, errors, latency.
+- ``~/status`` (diagnostic_msgs/DiagnosticArray): solved / best effort / rejected, errors, latency;
+- ``~/target_taken`` (PoseStamped): the target itself, after its verdict (the arm node's marker).
+
+Start-up: the solver is compiled (a minute or more on the first start after an install; loaded
+from numba's cache later) before any topic or service is offered, and ``~/target_pose`` is
+subscribed last. A subscriber on it is this node, ready to answer: a client waits for one before
+it sends (``robot-ik-nn send`` and ``ros2 topic pub`` do), and every target it sends then gets a
+verdict. No other node takes that topic (the arm node's marker is fed from ``~/target_taken``):
+a second subscriber there would look ready while this node compiled, and the targets sent to it
+would be lost without a word.
 
 ``~/solve_ik`` (moveit_msgs/srv/GetPositionIK, where moveit_msgs is installed) answers MoveIt's
 IK queries without commanding anything (nodes/moveit_service.py).
@@ -139,7 +148,8 @@ class InferenceNode(StatusReports, Node):
         self.counts = dict.fromkeys(STATUS, 0)
         self.warned_at, self.unwarned = -math.inf, 0  # the last refusal logged; those since
         # every compiled entry a target, a path or MoveIt's query can take, compiled (or loaded
-        # from numba's cache) before any topic or service is offered: none waits on a compile
+        # from numba's cache) before any topic or service is offered: none waits on a compile,
+        # and a subscriber on ~/target_pose means this node answers (module docstring)
         warm_up = self.solver.warm_up(say=self.get_logger().info)
 
         self.command_pub = self.create_publisher(JointState, "joint_command", RELIABLE)
@@ -155,6 +165,7 @@ class InferenceNode(StatusReports, Node):
             )
         self.quat_pub = self.create_publisher(Float64MultiArray, "~/joint_quaternions", RELIABLE)
         self.status_pub = self.create_publisher(DiagnosticArray, "~/status", RELIABLE)
+        self.taken_pub = self.create_publisher(PoseStamped, "~/target_taken", RELIABLE)
         # the messages of every target, their fixed parts filled once: publish() serialises a
         # message before it returns, so one object per topic is reused (less Python per target)
         self._joint_msg = JointState(name=list(self.names))
@@ -167,7 +178,6 @@ class InferenceNode(StatusReports, Node):
             MultiArrayDimension(label="xyzw", size=4, stride=4),
         ]
         self.create_subscription(JointState, "/joint_states", self.on_joint_states, READINGS)
-        self.create_subscription(PoseStamped, "~/target_pose", self.on_target, RELIABLE)
         self.create_subscription(
             PoseArray, "~/target_path", lambda msg: serve_path(self, msg), RELIABLE
         )
@@ -178,6 +188,8 @@ class InferenceNode(StatusReports, Node):
             check_robot_description(self)
         # MoveIt's srv_kinematics_plugin: answers only, never a command
         self.ik_service = offer_solve_ik(self, self.solver, p["group_name"], self.frames)
+        # last: a subscriber here is this node with everything ready (the module docstring)
+        self.create_subscription(PoseStamped, "~/target_pose", self.take_target, RELIABLE)
         gc.freeze()  # what exists now lives as long as the node: no collections of it (no pauses)
         self.get_logger().info(
             f"serving {path} for {self.arm.name} ({self.arm.dof} joints, {self.solver.mode} mode, "
@@ -219,6 +231,12 @@ class InferenceNode(StatusReports, Node):
                 "several answers need refinement, and refine_iterations is 0 (the network alone)"
             )
         return ""
+
+    def take_target(self, msg: PoseStamped) -> None:
+        """A target on ~/target_pose: its verdict (on_target), then the target itself on
+        ~/target_taken for the arm node's marker, off the way to the command."""
+        self.on_target(msg)
+        self.taken_pub.publish(msg)
 
     def on_target(self, msg: PoseStamped) -> None:
         started = time.perf_counter()

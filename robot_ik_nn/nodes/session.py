@@ -31,6 +31,10 @@ from .session_arguments import (
 )
 
 DRY_RUN_TTY = "/tmp/robot_ik_nn_inmoov_tty"  # a serial arm's emulated terminal in a dry run
+# what the arm node's marker shows in a session with the inference node: the targets it took,
+# republished after their verdicts. Never /inference_node/target_pose itself: a subscriber there
+# must be the inference node, ready (inference_node.py's docstring)
+TARGET_TAKEN = "/inference_node/target_taken"
 
 
 @dataclass
@@ -87,7 +91,7 @@ def plan(session: str, given: dict[str, str] | None = None) -> list[PlannedNode]
         inference.parameters.update(  # robot '': the model folder's own
             model_dir=args["model_dir"], controller=controller, robot="" if own else robot
         )
-        sim.remappings.append(("target_pose", "/inference_node/target_pose"))
+        sim.remappings.append(("target_pose", TARGET_TAKEN))  # the marker: not target_pose
         nodes += [inference] + ([sim] if truthy(args["use_sim"], "use_sim") else [])
         return _join_bringup(args, nodes, robot)
     else:
@@ -191,7 +195,7 @@ def _deploy(args: dict, params: dict) -> list[PlannedNode]:
     inference.parameters.update(
         model_dir=args["model_dir"], robot=robot, calibration=args["calibration"]
     )
-    arm.remappings.append(("target_pose", "/inference_node/target_pose"))
+    arm.remappings.append(("target_pose", TARGET_TAKEN))
     return nodes + [arm, inference] + _display(robot, args["rviz"])
 
 
