@@ -54,8 +54,9 @@ export class Net {
     this.simd = useSimd ? this._simd(width) : null;
   }
 
-  /** The layers' weights copied into WebAssembly memory (each row padded to a multiple of four
-   * inputs), the activations seen there too; null without WebAssembly SIMD. */
+  /** The layers' weights copied into WebAssembly memory as float64 (wasm.js's layout: blocks
+   * of four rows by four inputs, the rows padded with zeros to a multiple of four, the inputs
+   * to a multiple of four), the activations seen there too; null without WebAssembly SIMD. */
   _simd(width) {
     const sizes = this.sizes;
     const pad = (v) => Math.ceil(v / 4) * 4;
@@ -65,26 +66,28 @@ export class Net {
     let bytes = 2 * act + 96; // the activations, then 2**f's 11 coefficients
     for (let l = 0; l < this.layers; l++) {
       wBytes[l] = bytes;
-      bytes += (sizes[l + 1] + (sizes[l + 1] % 2)) * pad(sizes[l]) * 4; // rows: an even number
+      bytes += pad(sizes[l + 1]) * pad(sizes[l]) * 8; // rows: a multiple of four
       bBytes[l] = bytes;
       bytes += pad(sizes[l + 1]) * 8; // the biases as float64
     }
     const made = simdLayer(bytes);
     if (made === null) return null;
-    const buf = made.memory.buffer;
-    const weights = new Float32Array(buf);
-    const doubles = new Float64Array(buf);
+    const doubles = new Float64Array(made.memory.buffer);
     for (let l = 0; l < this.layers; l++) {
       const nin = sizes[l];
+      const n4 = pad(nin) / 4;
+      const at = wBytes[l] / 8;
       for (let o = 0; o < sizes[l + 1]; o++) {
         const from = this.wOff[l] + o * nin;
-        weights.set(this.w.subarray(from, from + nin), wBytes[l] / 4 + o * pad(nin));
+        // row o: group o >> 2, its place o & 3 in each block of 16 values
+        const base = at + (o >> 2) * n4 * 16 + (o & 3) * 4;
+        for (let i = 0; i < nin; i++) doubles[base + (i >> 2) * 16 + (i & 3)] = this.w[from + i];
         doubles[bBytes[l] / 8 + o] = this.w[this.bOff[l] + o];
       }
     }
     if (this.exp2 !== null) doubles.set(this.exp2, (2 * act) / 8);
-    this.a1 = new Float64Array(buf, 0, act / 8);
-    this.a2 = new Float64Array(buf, act, act / 8);
+    this.a1 = new Float64Array(made.memory.buffer, 0, act / 8);
+    this.a2 = new Float64Array(made.memory.buffer, act, act / 8);
     return { layer: made.layer, silu: this.exp2 === null ? null : made.silu, wBytes, bBytes, act };
   }
 }
@@ -233,9 +236,9 @@ export function netForward(net, pt, Rt, cur, hasCur, out) {
     const n4 = (nin + 3) >> 2;
     for (let i = nin; i < 4 * n4; i++) xs[i] = 0; // the padding's inputs
     const yb = even ? 0 : simd.act;
-    simd.layer(simd.wBytes[l], even ? simd.act : 0, yb, n4, (nout + 1) >> 1);
+    simd.layer(simd.wBytes[l], even ? simd.act : 0, yb, n4, (nout + 3) >> 2);
     if (simd.silu === null) biasAndSilu(net, ys, net.bOff[l], nout, l < layers - 1);
-    else simd.silu(yb, simd.bBytes[l], (nout + 1) >> 1, l < layers - 1 ? 1 : 0, 2 * simd.act);
+    else simd.silu(yb, simd.bBytes[l], (nout + 3) >> 2, l < layers - 1 ? 1 : 0, 2 * simd.act);
   }
   const raw = (layers - 1) % 2 === 0 ? net.a1 : net.a2;
   for (let hj = 0; hj < net.heads * dof; hj++) {

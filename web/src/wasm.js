@@ -1,12 +1,17 @@
 // The network's matrix-vector products in WebAssembly SIMD, built here from this source: a
-// module of one function, its bytes written out below (no compiler, no download). Where the
+// module of two functions, its bytes written out below (no compiler, no download). Where the
 // engine has no WebAssembly SIMD (WebAssembly.validate says so) network.js keeps its plain
-// JavaScript loop. Weights stay float32 as trained, promoted to float64 for every product and
-// sum, as in the Python kernel (the sums in another order: within 1e-12 of it).
+// JavaScript loop. Weights are the float32 values as trained, held as float64 (promoted once,
+// when the model is loaded: exactly the same values), every product and sum float64, as in the
+// Python kernel (the sums in another order: within 1e-12 of it).
 //
-//   layer(w, x, y, n4, pairs): for each of 2 * pairs rows, y[o] = sum_i W[o, i] x[i], where the
-//   rows start at byte w (float32, each padded to n4 * 4 values, an even number of rows: a zero
-//   row after an odd one), x at byte x (float64), y at byte y.
+//   layer(w, x, y, n4, quads): for each of 4 * quads rows, y[o] = sum_i W[o, i] x[i], where W
+//   starts at byte w (float64) in blocks of four rows by four inputs (n4 blocks a group of four
+//   rows, each block the four rows' four inputs, row after row: 128 bytes; rows past the layer's
+//   last are zeros), x at byte x (float64), y at byte y. Each row sums inputs 0-1, 4-5, ... in
+//   one pair of lanes and 2-3, 6-7, ... in another, then the two pairs, then the two lanes (the
+//   plain loop sums in another order: within 1e-12). Holding the weights as float64 takes twice
+//   the memory (200 KB for 128 x 128 hidden layers) and spares a conversion at every product.
 
 function leb(n) {
   const out = [];
@@ -27,8 +32,6 @@ const SIMD = 0xfd;
 const simd = (op) => [SIMD, ...leb(op)];
 const V128_LOAD = (offset) => [...simd(0x00), 4, ...leb(offset)];
 const V128_ZERO = [...simd(0x0c), ...new Array(16).fill(0)];
-const SWAP_HALVES = [...simd(0x0d), 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7];
-const PROMOTE_LOW = simd(0x5f); // f64x2.promote_low_f32x4
 const F64X2_ADD = simd(0xf0);
 const F64X2_MUL = simd(0xf2);
 const EXTRACT = (lane) => [...simd(0x21), lane]; // f64x2.extract_lane
@@ -38,15 +41,16 @@ const i32 = (v) => [0x41, ...leb(v)]; // small non-negative constants only
 const LOOP = [0x03, 0x40];
 const END = 0x0b;
 
-// params: w 0, x 1, y 2, n4 3, pairs 4; locals: i 5, xp 6, w1 7 (i32); acc0-3 8-11, wv 12,
-// x01 13, x23 14 (v128). Two rows at a time (each x loaded once serves both), four inputs a step.
-const W = 0, X = 1, Y = 2, N4 = 3, PAIRS = 4, I = 5, XP = 6, W1 = 7;
-const ACC = [8, 9, 10, 11], WV = 12, X01 = 13, X23 = 14;
+// params: w 0, x 1, y 2, n4 3, quads 4; locals: i 5, xp 6 (i32); acc 7-14, x01 15, x23 16
+// (v128). Four rows at a time (each x loaded once serves the four), four inputs a step.
+const W = 0, X = 1, Y = 2, N4 = 3, QUADS = 4, I = 5, XP = 6;
+const ACC = [7, 8, 9, 10, 11, 12, 13, 14], X01 = 15, X23 = 16;
 
-function accumulate(acc, xv, swap) {
+function accumulate(acc, xv, offset) {
+  // acc += W[offset] * xv, two lanes
   return [
-    ...get(acc), ...get(WV), ...(swap ? [...get(WV), ...SWAP_HALVES] : []), ...PROMOTE_LOW,
-    ...get(xv), ...F64X2_MUL, ...F64X2_ADD, ...set(acc),
+    ...get(acc), ...get(W), ...V128_LOAD(offset), ...get(xv), ...F64X2_MUL, ...F64X2_ADD,
+    ...set(acc),
   ];
 }
 
@@ -60,53 +64,56 @@ function store(a, b, offset) {
 }
 
 function body() {
+  const zero = [];
+  for (const a of ACC) zero.push(...V128_ZERO, ...set(a));
+  const step = [];
+  for (let r = 0; r < 4; r++) {
+    step.push(...accumulate(ACC[2 * r], X01, 32 * r));
+    step.push(...accumulate(ACC[2 * r + 1], X23, 32 * r + 16));
+  }
+  const out = [];
+  for (let r = 0; r < 4; r++) out.push(...store(ACC[2 * r], ACC[2 * r + 1], 8 * r));
   return [
-    ...[2, 3, 0x7f, 7, 0x7b], // locals: 3 i32, 7 v128
-    ...LOOP, // pairs of rows
-    ...V128_ZERO, ...set(ACC[0]), ...V128_ZERO, ...set(ACC[1]),
-    ...V128_ZERO, ...set(ACC[2]), ...V128_ZERO, ...set(ACC[3]),
+    ...[2, 2, 0x7f, 10, 0x7b], // locals: 2 i32, 10 v128
+    ...LOOP, // groups of four rows
+    ...zero,
     ...get(X), ...set(XP),
     ...get(N4), ...set(I),
-    ...get(W), ...get(N4), ...i32(16), 0x6c, 0x6a, ...set(W1), // the second row: w + 16 n4
     ...LOOP, // four inputs at a time
     ...get(XP), ...V128_LOAD(0), ...set(X01),
     ...get(XP), ...V128_LOAD(16), ...set(X23),
-    ...get(W), ...V128_LOAD(0), ...set(WV),
-    ...accumulate(ACC[0], X01, false), ...accumulate(ACC[1], X23, true),
-    ...get(W1), ...V128_LOAD(0), ...set(WV),
-    ...accumulate(ACC[2], X01, false), ...accumulate(ACC[3], X23, true),
-    ...get(W), ...i32(16), 0x6a, ...set(W),
-    ...get(W1), ...i32(16), 0x6a, ...set(W1),
+    ...step,
+    ...get(W), ...i32(128), 0x6a, ...set(W),
     ...get(XP), ...i32(32), 0x6a, ...set(XP),
     ...get(I), ...i32(1), 0x6b, 0x22, I, // i -= 1 (local.tee)
     0x0d, 0, // br_if: the inputs loop while i != 0
     END,
-    ...get(W1), ...set(W), // past both rows
-    ...store(ACC[0], ACC[1], 0),
-    ...store(ACC[2], ACC[3], 8),
-    ...get(Y), ...i32(16), 0x6a, ...set(Y),
-    ...get(PAIRS), ...i32(1), 0x6b, 0x22, PAIRS,
-    0x0d, 0, // br_if: the rows loop while pairs != 0
+    ...out,
+    ...get(Y), ...i32(32), 0x6a, ...set(Y),
+    ...get(QUADS), ...i32(1), 0x6b, 0x22, QUADS,
+    0x0d, 0, // br_if: the rows loop while quads != 0
     END,
     END,
   ];
 }
 
-// silu(y, b, pairs, act, poly): y[o] += b[o] for 2 * pairs values (float64, both 16-byte
-// aligned), then with act SiLU, y / (1 + exp(-y)), two at a time, exp(-y) = 2**k 2**f as the
-// compiled kernel computes it: k whole, |f| <= 1/2, 2**f the 11 coefficients at byte poly
-// (float64, highest power first), 2**k built in the float's bits. The same operations, in the
-// same order, as network.js's biasAndSilu: the same numbers.
+// silu(y, b, quads, act, poly): y[o] += b[o] for 4 * quads values (float64, both 16-byte
+// aligned), then with act SiLU, y / (1 + exp(-y)), four at a time (two pairs of lanes, their
+// steps interleaved), exp(-y) = 2**k 2**f as the compiled kernel computes it: k whole,
+// |f| <= 1/2, 2**f the 11 coefficients at byte poly (float64, highest power first), 2**k built
+// in the float's bits. The same operations, in the same order, as network.js's biasAndSilu: the
+// same numbers (t held to [-1020, 1020] by pmax and pmin, which are the scalar code's
+// comparisons: a NaN stays NaN, -0 stays -0).
 const F64X2_SUB = simd(0xf1);
 const F64X2_DIV = simd(0xf3);
-const F64X2_MIN = simd(0xf4);
-const F64X2_MAX = simd(0xf5);
+const F64X2_PMIN = simd(0xf6); // b < a ? b : a
+const F64X2_PMAX = simd(0xf7); // a < b ? b : a
 const F64X2_SPLAT = simd(0x14);
 const I64X2_SHL = simd(0xcb);
 const I64X2_ADD = simd(0xce);
 const I64X2_SPLAT = simd(0x12);
-const V128_STORE = [...simd(0x0b), 4, 0];
-const F64_LOAD = (offset) => [0x2b, 3, ...leb(offset)];
+const V128_STORE = (offset) => [...simd(0x0b), 4, ...leb(offset)];
+const LOAD64_SPLAT = (offset) => [...simd(0x0a), 3, ...leb(offset)];
 
 function f64Const(x) {
   const b = new Uint8Array(8);
@@ -116,35 +123,49 @@ function f64Const(x) {
 
 const splat = (x) => [...f64Const(x), ...F64X2_SPLAT];
 
-// params: y 0, b 1, pairs 2, act 3, poly 4; locals: v 5, t 6, r 7, f 8, p 9 (v128)
-const SY = 0, SB = 1, SPAIRS = 2, SACT = 3, SPOLY = 4, V = 5, T = 6, R = 7, F = 8, P = 9;
+// params: y 0, b 1, quads 2, act 3, poly 4; locals (v128): v, t, r, f, p for the first pair of
+// lanes 5-9, for the second 10-14
+const SY = 0, SB = 1, SQUADS = 2, SACT = 3, SPOLY = 4;
+const LANES = [
+  { V: 5, T: 6, R: 7, F: 8, P: 9, at: 0 },
+  { V: 10, T: 11, R: 12, F: 13, P: 14, at: 16 },
+];
 
 function siluBody() {
-  const horner = [...get(SPOLY), ...F64_LOAD(0), ...F64X2_SPLAT, ...set(P)];
+  const both = (make) => [...make(LANES[0]), ...make(LANES[1])];
+  const horner = both(({ P }) => [...get(SPOLY), ...LOAD64_SPLAT(0), ...set(P)]);
   for (let i = 1; i <= 10; i++) {
-    horner.push(...get(P), ...get(F), ...F64X2_MUL, ...get(SPOLY), ...F64_LOAD(8 * i));
-    horner.push(...F64X2_SPLAT, ...F64X2_ADD, ...set(P));
+    horner.push(...both(({ P, F }) => [
+      ...get(P), ...get(F), ...F64X2_MUL, ...get(SPOLY), ...LOAD64_SPLAT(8 * i), ...F64X2_ADD,
+      ...set(P),
+    ]));
   }
   return [
-    ...[1, 5, 0x7b], // locals: 5 v128
+    ...[1, 10, 0x7b], // locals: 10 v128
     ...LOOP,
-    ...get(SY), ...V128_LOAD(0), ...get(SB), ...V128_LOAD(0), ...F64X2_ADD, ...set(V),
+    ...both(({ V, at }) => [
+      ...get(SY), ...V128_LOAD(at), ...get(SB), ...V128_LOAD(at), ...F64X2_ADD, ...set(V),
+    ]),
     ...get(SACT), 0x04, 0x40, // if act
-    ...get(V), ...splat(-1 / Math.log(2)), ...F64X2_MUL, // -v LOG2E, as the scalar code
-    ...splat(-1020), ...F64X2_MAX, ...splat(1020), ...F64X2_MIN, ...set(T),
-    ...get(T), ...splat(1.5 * 2 ** 52), ...F64X2_ADD, ...set(R),
-    ...get(T), ...get(R), ...splat(1.5 * 2 ** 52), ...F64X2_SUB, ...F64X2_SUB, ...set(F),
+    ...both(({ V, T, R, F }) => [
+      ...get(V), ...splat(-1 / Math.log(2)), ...F64X2_MUL, // -v LOG2E, as the scalar code
+      ...splat(-1020), ...F64X2_PMAX, ...splat(1020), ...F64X2_PMIN, ...set(T),
+      ...get(T), ...splat(1.5 * 2 ** 52), ...F64X2_ADD, ...set(R),
+      ...get(T), ...get(R), ...splat(1.5 * 2 ** 52), ...F64X2_SUB, ...F64X2_SUB, ...set(F),
+    ]),
     ...horner,
-    ...get(V),
-    ...splat(1),
-    ...get(P),
-    ...get(R), ...i32(1023), 0xad, ...I64X2_SPLAT, ...I64X2_ADD, ...i32(52), ...I64X2_SHL,
-    ...F64X2_MUL, ...F64X2_ADD, ...F64X2_DIV, ...set(V),
+    ...both(({ V, R, P }) => [
+      ...get(V),
+      ...splat(1),
+      ...get(P),
+      ...get(R), ...i32(1023), 0xad, ...I64X2_SPLAT, ...I64X2_ADD, ...i32(52), ...I64X2_SHL,
+      ...F64X2_MUL, ...F64X2_ADD, ...F64X2_DIV, ...set(V),
+    ]),
     END,
-    ...get(SY), ...get(V), ...V128_STORE,
-    ...get(SY), ...i32(16), 0x6a, ...set(SY),
-    ...get(SB), ...i32(16), 0x6a, ...set(SB),
-    ...get(SPAIRS), ...i32(1), 0x6b, 0x22, SPAIRS,
+    ...both(({ V, at }) => [...get(SY), ...get(V), ...V128_STORE(at)]),
+    ...get(SY), ...i32(32), 0x6a, ...set(SY),
+    ...get(SB), ...i32(32), 0x6a, ...set(SB),
+    ...get(SQUADS), ...i32(1), 0x6b, 0x22, SQUADS,
     0x0d, 0,
     END,
     END,
