@@ -48,7 +48,7 @@ class StandIn:
     joints fall behind the trajectory (0: they follow it exactly)."""
 
     def __init__(self, probe, action):
-        from rclpy.action import ActionServer, GoalResponse
+        from rclpy.action import ActionServer
         from rclpy.callback_groups import ReentrantCallbackGroup
 
         self.action, self.probe = action, probe
@@ -56,6 +56,8 @@ class StandIn:
         self.lag = 0.0
         self.miss = 0.0  # rad: how far joint 0 settles from the trajectory's end
         self.accept = True  # False: every goal is rejected
+        self.accept_delay = 0.0  # s: how long the controller takes to accept (or reject) a goal
+        self.offered = 0  # goal requests received, before the answer to each
         self.goals, self.cancelled, self.tolerances = [], [], []
         self.timed = []  # each goal: (joints at its start, its last point, that point's time)
         self.lock = threading.Lock()
@@ -63,7 +65,7 @@ class StandIn:
         self.serve = lambda: ActionServer(
             probe.node, action, "/arm_controller/follow_joint_trajectory",
             execute_callback=self.execute,
-            goal_callback=lambda goal: GoalResponse.ACCEPT if self.accept else GoalResponse.REJECT,
+            goal_callback=self.on_goal,
             cancel_callback=self.on_cancel,
             callback_group=ReentrantCallbackGroup(),
         )  # fmt: skip
@@ -76,6 +78,13 @@ class StandIn:
         msg = JointState(name=ARM.joint_names, position=q.tolist())
         msg.header.stamp = self.probe.node.get_clock().now().to_msg()
         self.states.publish(msg)
+
+    def on_goal(self, _goal):
+        from rclpy.action import GoalResponse
+
+        self.offered += 1
+        time.sleep(self.accept_delay)
+        return GoalResponse.ACCEPT if self.accept else GoalResponse.REJECT
 
     def on_cancel(self, handle):
         from rclpy.action import CancelResponse
@@ -301,6 +310,30 @@ def test_stop_cancels_the_running_goal(rig):
         assert standin.goals[goals] in standin.cancelled
     finally:
         SPEED = 20.0
+
+
+def test_stop_before_the_controller_accepts_cancels_the_goal(rig):
+    """~/stop while the goal is sent and not yet accepted (a stop pressed right after a target)
+    cancels that goal as soon as the controller accepts it: the arm must not go."""
+    from std_srvs.srv import Trigger
+
+    global SPEED
+    probe, standin, target = rig
+    SPEED, standin.accept_delay = 0.5, 2.0
+    try:
+        before, offered, goals = len(goal_reports(probe)), standin.offered, len(standin.goals)
+        send(probe, target, ARM.lower + 0.7 * (ARM.upper - ARM.lower))
+        probe.wait_for(lambda: standin.offered > offered, 60, "the goal's request")
+        client = probe.node.create_client(Trigger, "/inference_node/stop")
+        assert client.wait_for_service(10)
+        future = client.call_async(Trigger.Request())
+        probe.wait_for(future.done, 10, "~/stop")
+        assert future.result().success, future.result().message
+        probe.wait_for(lambda: len(goal_reports(probe)) > before, 60, "the goal's end")
+        assert "cancelled" in goal_reports(probe)[before]
+        assert standin.goals[goals] in standin.cancelled
+    finally:
+        SPEED, standin.accept_delay = 20.0, 0.0
 
 
 def _urdf_velocity_limits() -> np.ndarray:

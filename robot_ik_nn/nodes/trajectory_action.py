@@ -3,7 +3,8 @@ control_msgs/action/FollowJointTrajectory goal (ros2_control's joint_trajectory_
 instead of publishing ``<controller>/joint_trajectory``.
 
 Goals carry the path and goal tolerances of the parameters; a new target pre-empts the running
-goal (it is cancelled first); ``~/stop`` (std_srvs/Trigger) cancels it; each goal's end
+goal (it is cancelled first); ``~/stop`` (std_srvs/Trigger) cancels it, or the goal sent and not
+yet accepted as soon as the controller accepts it; each goal's end
 (succeeded, aborted with the controller's reason, cancelled, rejected) is reported on
 ``~/status``. The wording is robot_ik_nn/trajectory_outcome.py's.
 """
@@ -27,6 +28,8 @@ class TrajectoryAction:
         self.name = action_name
         self.running = None  # the goal handle of the goal in flight
         self.sent = 0
+        self.pending = None  # the number of the goal sent and not yet accepted or rejected
+        self.withdrawn = set()  # numbers of goals cancelled before their acceptance came
         node.create_service(Trigger, "~/stop", self.on_stop)
 
     def send(self, trajectory, path_tolerance, goal_tolerance, goal_time) -> None:
@@ -40,15 +43,19 @@ class TrajectoryAction:
         goal.goal_tolerance = [_tolerance(n, v) for n, v in tolerances(names, goal_tolerance)]
         goal.goal_time_tolerance = _duration(goal_time)
         self.sent += 1
-        number = self.sent
+        number = self.pending = self.sent
         future = self.client.send_goal_async(goal)
         future.add_done_callback(lambda f: self._accepted(f, number))
 
     def cancel(self, why: str) -> bool:
         handle, self.running = self.running, None
-        if handle is None:
+        pending, self.pending = self.pending, None
+        if handle is not None:
+            handle.cancel_goal_async()
+        elif pending is not None:  # cancelled as soon as the controller accepts it
+            self.withdrawn.add(pending)
+        else:
             return False
-        handle.cancel_goal_async()
         self.node.get_logger().info(f"goal cancelled: {why}")
         return True
 
@@ -59,10 +66,14 @@ class TrajectoryAction:
 
     def _accepted(self, future, number: int) -> None:
         handle = future.result()
+        if self.pending == number:
+            self.pending = None
+        withdrawn = number in self.withdrawn
+        self.withdrawn.discard(number)
         if not handle.accepted:
             self.report("error", f"goal {number} rejected by {self.name}", {"goal": number})
             return
-        if number != self.sent:  # a newer target came while this one was being accepted
+        if withdrawn or number != self.sent:  # stopped, or a newer target came, meanwhile
             handle.cancel_goal_async()
         else:
             self.running = handle
