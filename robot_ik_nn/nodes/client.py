@@ -36,6 +36,9 @@ DISCOVERY_S = 5.0  # s: a session's nodes are seen within this (DDS discovery on
 # s: the arm nodes are taken as all found once the graph has not changed for this long (a
 # second arm node went unseen with 1 s, beside a test run on both cores)
 GRAPH_QUIET_S = 2.0
+# s after the client starts: how long ``send`` looks for the session's arm node (its services are
+# discovered after the inference node's topics: 2 s from the first verdict missed it under CI load)
+ARM_DISCOVERY_S = 2 * DISCOVERY_S
 SETTLE_S = 0.3  # s: the arm node's state is read from its first ~/status this long after a verdict
 START = (
     "start one in another shell (robot-ik-nn launch deploy, or launch inference "
@@ -88,6 +91,7 @@ class SessionClient:
         if self._own:
             rclpy.init()
         self.node = rclpy.create_node("robot_ik_nn_client")
+        self.started = time.monotonic()
         self.arm_node, self.inference = None, inference
         self.targets = self.node.create_publisher(
             PoseStamped, f"{inference}/target_pose", RELIABLE
@@ -166,9 +170,12 @@ class SessionClient:
                 f"(ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID', '0')}); {START}"
             )
 
-    def look_for_arm_node(self, timeout: float = 2.0) -> str:
-        """Use the session's arm node if there is exactly one (found within ``timeout`` seconds
-        of a running session); otherwise say why its state will not be known ("" when found)."""
+    def look_for_arm_node(self, timeout: float | None = None) -> str:
+        """Use the session's arm node if there is exactly one (found within ``timeout`` seconds;
+        None: until ARM_DISCOVERY_S after the client started, at least 2 s); otherwise say why
+        its state will not be known ("" when found)."""
+        if timeout is None:
+            timeout = max(2.0, ARM_DISCOVERY_S - (time.monotonic() - self.started))
         end = time.monotonic() + timeout
         while not (found := self.arm_nodes()) and time.monotonic() < end:
             time.sleep(0.05)
