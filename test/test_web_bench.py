@@ -190,3 +190,23 @@ def test_a_page_that_fails_posts_its_error(served_model, tmp_path):
     (folder / "model.web.json").unlink()
     with pytest.raises(web.WebBenchError, match="crowd page failed: .*model"):
         web.page_result(folder, "crowd.html?n=2&frames=3&post=/result", 120, "crowd")
+
+
+def test_a_crowd_built_before_its_sources_are_changed_is_refused(tmp_path):
+    """bench --web measures the built crowd page (web/dist): sources newer than it are named."""
+    import os
+
+    from robot_ik_nn.bench.web_crowd import stale_dist
+
+    dist, src = tmp_path / "dist", tmp_path / "web"
+    for folder in (dist, src / "src", src / "pages"):
+        folder.mkdir(parents=True)
+    (dist / "crowd.js").write_text("built")
+    for name in ("src/kernel.js", "pages/crowd.js"):
+        (src / name).write_text("source")
+    os.utime(dist / "crowd.js", (2_000, 2_000))
+    os.utime(src / "src/kernel.js", (1_000, 1_000))  # older than the build: fine
+    os.utime(src / "pages/crowd.js", (1_000, 1_000))
+    assert stale_dist(dist, src) == []
+    os.utime(src / "src/kernel.js", (3_000, 3_000))  # changed after the build
+    assert stale_dist(dist, src) == ["src/kernel.js"]

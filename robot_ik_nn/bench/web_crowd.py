@@ -20,11 +20,34 @@ WARMUP = 20  # frames left out: the arms start from mid-range and the engine com
 SECONDS_PER_FRAME = 5.0  # the wait allowed per frame (software WebGL draws 100 arms slowly)
 
 
+def stale_dist(dist: Path, web: Path) -> list[str]:
+    """The solver's and the pages' sources (web/src, web/pages) newer than the built crowd page
+    in ``dist``: the crowd would measure older code than the checkout's."""
+    built = dist / "crowd.js"
+    if not built.is_file():
+        return []  # write_web_folder says the pages are not built
+    since = built.stat().st_mtime
+    return sorted(
+        str(f.relative_to(web))
+        for folder in (web / "src", web / "pages")
+        for f in folder.glob("*")
+        if f.is_file() and f.stat().st_mtime > since
+    )
+
+
 def run_crowd(model, solver, arms: int = 100, frames: int = 200) -> dict:
     """The crowd page's IK time per frame (ms), median, p99 and largest over the frames after
-    WARMUP, with the LM iterations of the slowest frame and the arms not solved."""
-    from ..web.folder import write_web_folder
+    WARMUP, with the LM iterations of the slowest frame and the arms not solved. The page is
+    the built one (web/dist, ``make web``): one older than the sources is refused."""
+    from ..web.folder import default_dist, write_web_folder
+    from .web import WEB, WebBenchError
 
+    newer = stale_dist(default_dist(), WEB) if (WEB / "src").is_dir() else []
+    if newer:
+        raise WebBenchError(
+            f"the built pages ({default_dist()}) are older than {', '.join(newer[:4])}: the "
+            "crowd would measure older code; run `make web`"
+        )
     with tempfile.TemporaryDirectory(prefix="robot_ik_nn_web_crowd_") as tmp:
         folder, _ = write_web_folder(model, Path(tmp) / "site", solver=solver)
         query = f"crowd.html?n={arms}&frames={frames + WARMUP}&post=/result"
