@@ -119,6 +119,106 @@ function firstCandidate(k, q) {
   k.re = bre;
 }
 
+// solveTarget's rarer parts are functions of their own: the engine compiles a function to its
+// top tier after it has run its own code about as often as a threshold times its size, and a
+// large function that runs only a part of itself per target gets there late (in chromium the
+// whole policy ran at its middle tier for the first ~15,000 targets). The same operations in the
+// same order as in one function.
+
+/** iterations 0: the network's best candidate (or the warm start, or mid-range) as it lands. */
+function withoutRefining(k, net, nWarm, hasCur, haveNet, missed, q) {
+  const n = k.n;
+  if (haveNet) {
+    proposals(k, net, hasCur);
+    scoreTheRest(k, q);
+    copyRow(k.netq, nextBest(k.scores), n, q);
+  } else if (nWarm > 0) {
+    copyRow(k.warm, 0, n, q);
+  } else {
+    midRange(k, q);
+  }
+  clamp(k, q);
+  residual(k, q, k.e, k.J, false);
+  const ok = k.pe <= k.posTol && k.re <= k.rotTol;
+  k.why = ok ? k.V.OK : missed;
+  return ok ? 0 : 1;
+}
+
+/** Attempt 1, tracking, from warm row 0 into q: LM from it, then seeds around it, then the
+ * self-motion away from the limits; the LM iterations (-1: the warm start is not close to the
+ * target, nothing tried), the errors reached in k.pe and k.re. */
+function track(k, q, iters, restarts, restartIters) {
+  const posTol = k.posTol, rotTol = k.rotTol;
+  copyRow(k.warm, 0, k.n, q);
+  clamp(k, q);
+  residual(k, q, k.e, k.J, true);
+  if (weighted(k.pe, k.re, k.rotW) >= k.warmRadius) return -1;
+  const wide = restarts > 0 ? k.trackSearch : 0;
+  let used = descend(k, q, iters, TRACK);
+  if (k.pe > posTol || k.re > rotTol) used += refine(k, q, restartIters, FAR_TRACKED);
+  const rungs = k.nearRungs;
+  for (let t = 0; t < k.nearTries * rungs.length; t++) {
+    if (k.pe <= posTol && k.re <= rotTol) break;
+    const spread = t < k.nearTries ? k.nearSpread : rungs[Math.floor(t / k.nearTries)] * wide;
+    if (spread <= k.nearSpread) continue; // as policy.py has it (its first rung is skipped)
+    k.spread = spread;
+    nearSeed(k, 0, q);
+    used += refine(k, q, restartIters, FAR_TRACKED);
+  }
+  const pe = k.pe;
+  const re = k.re;
+  if (k.trackLimits > 0 && pe <= posTol && re <= rotTol) {
+    used += secondary(k, q);
+    if (!k.moved) {
+      k.pe = pe; // the errors before the self-motion, which did not move q
+      k.re = re;
+    }
+  }
+  return used;
+}
+
+/** Outside the reach, after the attempts: from k.best (score bestScore, errors in k.pe and
+ * k.re), each joint at one limit tries the other, then LM refines on (far from the target it
+ * creeps); k.best and its errors (k.pe, k.re) updated where better; the LM iterations. */
+function closestFar(k, q, bestScore, restartIters) {
+  const n = k.n;
+  const w = k.rotW;
+  const best = k.best;
+  let bpe = k.pe, bre = k.re, total = 0;
+  // a closest pose often leans on limits: each joint at one limit tries the other one
+  let better = true;
+  while (better) {
+    better = false;
+    for (let j = 0; j < n; j++) {
+      const atLo = best[j] - k.lo[j] < 1e-9;
+      const atHi = k.hi[j] - best[j] < 1e-9;
+      if (k.cont[j] === 1 || !(atLo || atHi)) continue;
+      q.set(best);
+      q[j] = atLo ? k.hi[j] : k.lo[j];
+      total += refine(k, q, restartIters, FAR);
+      const s = weighted(k.pe, k.re, w);
+      if (s < bestScore - 1e-6) {
+        bestScore = s;
+        bpe = k.pe;
+        bre = k.re;
+        better = true;
+        best.set(q);
+      }
+    }
+  }
+  q.set(best); // far from the target LM creeps: refine on
+  total += refine(k, q, k.farPolish, FAR);
+  const s = weighted(k.pe, k.re, w);
+  if (s < bestScore) {
+    bpe = k.pe;
+    bre = k.re;
+    best.set(q);
+  }
+  k.pe = bpe;
+  k.re = bre;
+  return total;
+}
+
 /** Solve the target in k into q (policy.solve_target without the collision check). */
 export function solveTarget(k, net, nWarm, hasCur, q) {
   const V = k.V;
@@ -142,22 +242,7 @@ export function solveTarget(k, net, nWarm, hasCur, q) {
   const best = k.best;
   const scores = k.scores;
   const haveNet = net !== null && k.useNet && (hasQuat || !k.needsRot);
-  if (iters === 0) {
-    if (haveNet) {
-      proposals(k, net, hasCur);
-      scoreTheRest(k, q);
-      copyRow(k.netq, nextBest(scores), n, q);
-    } else if (nWarm > 0) {
-      copyRow(k.warm, 0, n, q);
-    } else {
-      midRange(k, q);
-    }
-    clamp(k, q);
-    residual(k, q, k.e, k.J, false);
-    const ok = k.pe <= posTol && k.re <= rotTol;
-    k.why = ok ? V.OK : missed;
-    return ok ? 0 : 1;
-  }
+  if (iters === 0) return withoutRefining(k, net, nWarm, hasCur, haveNet, missed, q);
   let bestScore = Infinity, bpe = NaN, bre = NaN, total = 0;
   let firstWarm = 0;
   let restarts = k.restarts;
@@ -178,32 +263,11 @@ export function solveTarget(k, net, nWarm, hasCur, q) {
     if (attempt === 0) {
       // 1. tracking: a warm start already close to the target
       if (nWarm === 0) continue;
-      copyRow(k.warm, 0, n, q);
-      clamp(k, q);
-      residual(k, q, k.e, k.J, true);
-      if (weighted(k.pe, k.re, w) >= k.warmRadius) continue;
+      used = track(k, q, iters, restarts, restartIters);
+      if (used < 0) continue;
       firstWarm = 1;
-      const wide = restarts > 0 ? k.trackSearch : 0;
-      used = descend(k, q, iters, TRACK);
-      if (k.pe > posTol || k.re > rotTol) used += refine(k, q, restartIters, FAR_TRACKED);
-      const rungs = k.nearRungs;
-      for (let t = 0; t < k.nearTries * rungs.length; t++) {
-        if (k.pe <= posTol && k.re <= rotTol) break;
-        const spread = t < k.nearTries ? k.nearSpread : rungs[Math.floor(t / k.nearTries)] * wide;
-        if (spread <= k.nearSpread) continue; // as policy.py has it (its first rung is skipped)
-        k.spread = spread;
-        nearSeed(k, 0, q);
-        used += refine(k, q, restartIters, FAR_TRACKED);
-      }
       pe = k.pe;
       re = k.re;
-      if (k.trackLimits > 0 && pe <= posTol && re <= rotTol) {
-        used += secondary(k, q);
-        if (k.moved) {
-          pe = k.pe;
-          re = k.re;
-        }
-      }
     } else if (attempt < netEnd) {
       // 2. the network's candidates, the first close one (or the closest), then closest first
       if (attempt === 1) {
@@ -261,36 +325,11 @@ export function solveTarget(k, net, nWarm, hasCur, q) {
     best.set(q);
   }
   if (far && bestScore < Infinity) {
-    // a closest pose often leans on limits: each joint at one limit tries the other one
-    let better = true;
-    while (better) {
-      better = false;
-      for (let j = 0; j < n; j++) {
-        const atLo = best[j] - k.lo[j] < 1e-9;
-        const atHi = k.hi[j] - best[j] < 1e-9;
-        if (k.cont[j] === 1 || !(atLo || atHi)) continue;
-        q.set(best);
-        q[j] = atLo ? k.hi[j] : k.lo[j];
-        total += refine(k, q, restartIters, FAR);
-        const s = weighted(k.pe, k.re, w);
-        if (s < bestScore - 1e-6) {
-          bestScore = s;
-          bpe = k.pe;
-          bre = k.re;
-          better = true;
-          best.set(q);
-        }
-      }
-    }
-    q.set(best); // far from the target LM creeps: refine on
-    total += refine(k, q, k.farPolish, FAR);
-    const s = weighted(k.pe, k.re, w);
-    if (s < bestScore) {
-      bestScore = s;
-      bpe = k.pe;
-      bre = k.re;
-      best.set(q);
-    }
+    k.pe = bpe;
+    k.re = bre;
+    total += closestFar(k, q, bestScore, restartIters);
+    bpe = k.pe;
+    bre = k.re;
   }
   q.set(best);
   if (nWarm > 0) beside(k, q);
