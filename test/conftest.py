@@ -12,15 +12,18 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-# make test runs two pytest-xdist workers (gw0, gw1): each its own DDS domain and numba cache, so
-# the nodes of one never answer the other's probes and two compiles never write one cache index
-# (set, not defaulted: a worker inherits the domain its controller chose for itself)
+# make test runs two pytest-xdist workers (gw0, gw1): each its own DDS domain, so the nodes of one
+# never answer the other's probes (set, not defaulted: a worker inherits the domain its controller
+# chose for itself). They share one numba cache: each kernel is compiled once, not once a worker
+# (numba writes a cache index whole, by rename: two compiles at once of one function leave one
+# of their entries, and the other is compiled again when next needed). A cache a worker
+# (3 minutes of compiling each, most of it twice) made make test ~17 % slower.
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 if _WORKER:
     _n = int(_WORKER.lstrip("gw") or 0)
     os.environ["ROS_DOMAIN_ID"] = str(1 + (os.getppid() % 50) * 4 + _n % 4)
     _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(_ROOT, ".numba_cache", _WORKER))
+    os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(_ROOT, ".numba_cache", "workers"))
 else:
     os.environ.setdefault("ROS_DOMAIN_ID", str(1 + os.getpid() % 100))
 os.environ.setdefault("RCUTILS_LOGGING_BUFFERED_STREAM", "1")
@@ -113,16 +116,27 @@ def served_model(request, tmp_path_factory):  # the DDS tests of MoveIt and the 
 @pytest.fixture(scope="session")
 def niryo_model(tmp_path_factory):
     """A small Niryo One pose network with two heads, trained for a few seconds, shared by the
-    node, solver and backend tests."""
+    node, solver and backend tests. Trained once for all of make test's workers (in the folder
+    above each worker's own, under a lock); each worker serves its own copy."""
+    from filelock import FileLock
+
     from robot_ik_nn.learn.training import TrainConfig, Trainer
 
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the run's folder, above each worker's
+    trained, done = shared / "niryo_model_trained" / "niryo_one", shared / "niryo_model.done"
+    with FileLock(str(shared / "niryo_model.lock")):
+        if not done.is_file():
+            shutil.rmtree(trained, ignore_errors=True)  # a run that failed part way
+            Trainer(
+                TrainConfig(robot="niryo_one", steps=1500, minutes=None, out=str(trained),
+                            hidden=[128, 128], heads=2),
+                progress=False,
+            ).run()  # fmt: skip
+            done.touch()
     out = tmp_path_factory.mktemp("models") / "niryo_one"
-    Trainer(
-        TrainConfig(
-            robot="niryo_one", steps=1500, minutes=None, out=str(out), hidden=[128, 128], heads=2
-        ),
-        progress=False,
-    ).run()
+    shutil.copytree(trained, out)
     return out
 
 
