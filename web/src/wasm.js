@@ -189,7 +189,7 @@ export function moduleBytes() {
 
 /** The compiled functions over a fresh memory of `bytes`, or null where the engine has no
  * WebAssembly SIMD. Returns {layer, silu, memory}. Compiled synchronously (loadModel is): the
- * module is under 1 KB, below the 4 KB a browser allows on its main thread. */
+ * module is about 1.3 KB, below the 4 KB a browser allows on its main thread. */
 export function simdLayer(bytes) {
   if (typeof WebAssembly === 'undefined') return null;
   const code = moduleBytes();
