@@ -49,6 +49,7 @@ export class Net {
     const poly = spec.constants.EXP2_POLY;
     this.exp2 = Array.isArray(poly) && poly.length === 11 ? Float64Array.from(poly) : null;
     const width = spec.width;
+    this.psi = new Float64Array(1); // the target's yaw about the first joint (inputs -> heads)
     this.a1 = new Float64Array(width);
     this.a2 = new Float64Array(width);
     this.simd = useSimd ? this._simd(width) : null;
@@ -158,8 +159,17 @@ function biasAndSilu(net, y, bo, nout, act) {
 }
 
 /** The network's candidates for target (pt, Rt) into out (heads * dof); cur: the arm's joints
- * (a tracking network's input) when hasCur. */
+ * (a tracking network's input) when hasCur. Three functions, each compiled by the engine on its
+ * own (a small function reaches the engine's top tier sooner: policy.js). */
 export function netForward(net, pt, Rt, cur, hasCur, out) {
+  inputs(net, pt, Rt, cur, hasCur);
+  runLayers(net);
+  heads(net, out);
+}
+
+/** The network's inputs for the target into net.a2, its yaw about the first joint into
+ * net.psi[0]. */
+function inputs(net, pt, Rt, cur, hasCur) {
   const dof = net.dof;
   const j1R = net.j1R;
   const o = net.j1p;
@@ -219,6 +229,11 @@ export function netForward(net, pt, Rt, cur, hasCur, out) {
       k++;
     }
   }
+  net.psi[0] = psi;
+}
+
+/** The layers, from net.a2, the last one's outputs in net.a1 or net.a2 (as their count). */
+function runLayers(net) {
   const layers = net.layers;
   const sizes = net.sizes;
   const simd = net.simd;
@@ -240,7 +255,15 @@ export function netForward(net, pt, Rt, cur, hasCur, out) {
     if (simd.silu === null) biasAndSilu(net, ys, net.bOff[l], nout, l < layers - 1);
     else simd.silu(yb, simd.bBytes[l], (nout + 3) >> 2, l < layers - 1 ? 1 : 0, 2 * simd.act);
   }
-  const raw = (layers - 1) % 2 === 0 ? net.a1 : net.a2;
+}
+
+/** The heads' joints from the last layer's outputs into out: each joint's (sin, cos) pair
+ * squashed into its limits, or an angle (a continuous joint, the first joint turned by yaw). */
+function heads(net, out) {
+  const dof = net.dof;
+  const yaw = net.yaw;
+  const psi = net.psi[0];
+  const raw = (net.layers - 1) % 2 === 0 ? net.a1 : net.a2;
   for (let hj = 0; hj < net.heads * dof; hj++) {
     const j = hj % dof;
     let sn = raw[2 * hj];
