@@ -125,10 +125,11 @@ def dds_latency(model, targets: int = 2000, rate_hz: float = 200.0, seed: int = 
     }
 
 
-def start_listener(prefix: str):
+def start_listener(prefix: str, namespaces=()):
     """What both DDS benches start from: a ROS domain (the caller's ``ROS_DOMAIN_ID``, else one
     of this process's own, set here too), a fresh folder named ``prefix...``, the listener
-    process (:func:`listen`) writing there, and rclpy started unless it already is:
+    process (:func:`listen`, also hearing the nodes under ``namespaces``) writing there, and
+    rclpy started unless it already is:
     (the environment for child processes, the folder, the listener, whether rclpy was started
     here and is to be shut down by the caller)."""
     import rclpy
@@ -140,7 +141,7 @@ def start_listener(prefix: str):
     os.environ["ROS_DOMAIN_ID"] = env["ROS_DOMAIN_ID"]
     work = Path(tempfile.mkdtemp(prefix=prefix))
     listener = subprocess.Popen(
-        [sys.executable, "-m", "robot_ik_nn.bench.dds", str(work)], env=env
+        [sys.executable, "-m", "robot_ik_nn.bench.dds", str(work), *namespaces], env=env
     )
     own_context = not rclpy.ok()
     if own_context:
@@ -156,10 +157,11 @@ def wait_ready(work: Path, listener) -> None:
         time.sleep(0.05)
 
 
-def inference_node_command(model, *params: str) -> list:
+def inference_node_command(model, *params: str, module="robot_ik_nn.nodes.inference_node"):
     """The inference node's command line as ``ros2 run`` starts it, ``model_dir`` set to
-    ``model`` and each of ``params`` (``"name:=value"``) set too."""
-    command = [sys.executable, "-m", "robot_ik_nn.nodes.inference_node", "--ros-args"]
+    ``model`` and each of ``params`` (``"name:=value"``) set too; ``module``: another node
+    started the same way (bench/relay.py)."""
+    command = [sys.executable, "-m", module, "--ros-args"]
     for param in (f"model_dir:={model}", *params):
         command += ["-p", param]
     return command
@@ -194,9 +196,12 @@ def _match(heard, sent, P, solver) -> np.ndarray:
     return latency
 
 
-def listen(work: Path) -> None:
+def listen(work: Path, namespaces=()) -> None:
     """The listener process: stamp every joint_command on arrival (beside it, the target's stamp
-    the node copies into its header, in ns) and every ``~/status`` message, until SIGINT."""
+    the node copies into its header, in ns) and every ``~/status`` message, until SIGINT. The
+    same for each node under ``namespaces`` ("/bench_relay": ``/bench_relay/joint_command`` and
+    ``/bench_relay/inference_node/status``), in files named after it (``first_bench_relay``,
+    ``said_bench_relay``, ``commands_bench_relay.json``, ``statuses_bench_relay.json``)."""
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
     from rclpy.executors import ExternalShutdownException
@@ -207,29 +212,42 @@ def listen(work: Path) -> None:
 
     rclpy.init()
     node = rclpy.create_node("bench_dds_listener")
-    heard, outcomes, inside, said = [], {}, [], []
+    outcomes, inside = {}, []
+    records = {ns: ([], []) for ns in ("", *namespaces)}  # namespace: (commands, statuses)
 
-    def on_status(msg):
+    def on_status(msg, ns):
         when = time.perf_counter()
+        said = records[ns][1]
         for s in msg.status:
             said.append((when, s.message))
         if len(said) == len(msg.status):
-            (work / "said").touch()
+            (work / f"said{suffix(ns)}").touch()
+        if not ns:
             kind = s.message.split(":")[0]
             outcomes.setdefault(kind, []).append(s.message)
             inside.extend(float(v.value) for v in s.values if v.key == "latency_ms")
 
-    def on_command(msg):
+    def on_command(msg, ns):
         stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        heard = records[ns][0]
         heard.append((time.perf_counter(), list(msg.position), stamp))
         if len(heard) == 1:
-            (work / "first.tmp").write_text(repr(heard[0][0]))
-            os.replace(work / "first.tmp", work / "first")
+            first = work / f"first{suffix(ns)}"
+            first.with_suffix(".tmp").write_text(repr(heard[0][0]))
+            os.replace(first.with_suffix(".tmp"), first)
 
     # a deep queue: DDS keeps what arrives while this process is descheduled (10 would drop)
     deep = QoSProfile(depth=10_000, reliability=RELIABLE.reliability)
-    node.create_subscription(JointState, "/joint_command", on_command, deep)
-    node.create_subscription(DiagnosticArray, "/inference_node/status", on_status, deep)
+    for ns in records:
+        node.create_subscription(
+            JointState, f"{ns}/joint_command", lambda m, ns=ns: on_command(m, ns), deep
+        )
+        node.create_subscription(
+            DiagnosticArray,
+            f"{ns}/inference_node/status",
+            lambda m, ns=ns: on_status(m, ns),
+            deep,
+        )
     executor = executor_for_latency()
     executor.add_node(node)
     (work / "ready").touch()
@@ -239,8 +257,9 @@ def listen(work: Path) -> None:
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
-        (work / "commands.json").write_text(json.dumps(heard))
-        (work / "statuses.json").write_text(json.dumps(said))
+        for ns, (heard, said) in records.items():
+            (work / f"commands{suffix(ns)}.json").write_text(json.dumps(heard))
+            (work / f"statuses{suffix(ns)}.json").write_text(json.dumps(said))
         summary = {k: {"count": len(v), "examples": v[:3]} for k, v in outcomes.items()}
         if inside:  # the node's own time per target, from receipt to its last publication
             summary["inside_node_ms"] = {
@@ -253,5 +272,11 @@ def listen(work: Path) -> None:
             rclpy.shutdown()
 
 
+def suffix(namespace: str) -> str:
+    """The listener's file-name suffix for the node under ``namespace`` ("" for none:
+    ``commands.json``; "/bench_relay": ``commands_bench_relay.json``)."""
+    return namespace.replace("/", "_")
+
+
 if __name__ == "__main__":
-    listen(Path(sys.argv[1]))
+    listen(Path(sys.argv[1]), sys.argv[2:])

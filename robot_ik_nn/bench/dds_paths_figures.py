@@ -68,6 +68,83 @@ def path_row(seed, n, sent, start, heard, said, keep_joints) -> dict:
     return row
 
 
+def pct(a, q) -> float:
+    """The ``q``-th percentile of ``a``, one of its values (nan for none)."""
+    return float(np.percentile(a, q, method="higher")) if len(a) else float("nan")
+
+
+def relay_row(seed, n, sent, heard, said) -> dict:
+    """One path's figures for the bare relay (bench/relay.py), from the listener's records of
+    the relay's commands and statuses: a target is commanded (its stamp heard back) or lost."""
+    sent, ended = sent
+    index = {stamp: i for i, (_, stamp) in enumerate(sent)}
+    began = sent[0][0]
+    latency = np.full(n, np.inf)
+    for when, _, stamp in heard:
+        i = index.get(stamp)
+        if i is not None and not np.isfinite(latency[i]):
+            latency[i] = when - sent[i][0]
+    commanded = int(np.isfinite(latency).sum())
+    statuses = sum(began <= when <= ended for when, _ in said)
+    return {
+        "seed": seed,
+        "sent": n,
+        "commanded": commanded,
+        "statuses_heard": int(statuses),
+        "lost": n - commanded,
+        "latency_s": latency.tolist(),
+    }
+
+
+DONE_WHEN_MS = 0.5  # issue 44: the node's p99 within this of the bare relay's, the same run
+
+
+def relay_figures(d: dict, rows: list, params=()) -> dict:
+    """The relay's figures beside the node's (``d``: the node's ``dds_paths``), and the verdict
+    of issue 44's done-when line on them: at 200 Hz, the node's p99 target -> command of its
+    commanded targets within DONE_WHEN_MS of the relay's in the same run, and no commanded
+    step over 0.2 rad."""
+    ms = np.concatenate([np.array(r.pop("latency_s")) * 1000 for r in rows] or [[]])
+    answered = ms[np.isfinite(ms)]
+    relay = {
+        "what": "bench/relay.py: the node's messages in and out (the same types, topics under "
+        "/bench_relay, QoS, executor and start), no solving: each path streamed to it too, "
+        "at the same rate, the node's turn and the relay's alternating which goes first",
+        "params": list(params),
+        "sent": int(sum(r["sent"] for r in rows)),
+        "commanded": int(sum(r["commanded"] for r in rows)),
+        "lost": int(sum(r["lost"] for r in rows)),
+        "ms_median_every_target_sent": pct(ms, 50),
+        "ms_p99_every_target_sent": pct(ms, 99),
+        "ms_max_every_target_sent": float(ms.max()) if len(ms) else float("nan"),
+        "ms_median_commanded": pct(answered, 50),
+        "ms_p99_commanded": pct(answered, 99),
+        "ms_max_commanded": float(answered.max()) if len(answered) else float("nan"),
+        "rows": rows,
+    }
+    node_p99, relay_p99 = d["ms_p99_commanded"], relay["ms_p99_commanded"]
+    latency_met = bool(node_p99 <= relay_p99 + DONE_WHEN_MS)
+    no_jump = d["commanded_steps_over_0.2_rad"] == 0
+    return {
+        "relay": relay,
+        "node_minus_relay_ms_median_commanded": d["ms_median_commanded"]
+        - relay["ms_median_commanded"],
+        "node_minus_relay_ms_p99_commanded": node_p99 - relay_p99,
+        "done_when": {
+            "line": "the node at 200 Hz: p99 target -> command <= the bare relay's p99 + "
+            f"{DONE_WHEN_MS} ms in the same run; no jump commanded (p99 of the commanded "
+            "targets, each; a jump: a commanded step over 0.2 rad)",
+            "node_ms_p99": node_p99,
+            "relay_ms_p99": relay_p99,
+            "limit_ms": relay_p99 + DONE_WHEN_MS,
+            "latency_met": latency_met,
+            "no_jump_commanded": no_jump,
+            "at_200_hz": d["rate_hz"] == 200.0,
+            "met": latency_met and no_jump and d["rate_hz"] == 200.0,
+        },
+    }
+
+
 def summary(robot, rows, rate_hz, jump_threshold, targets) -> dict:
     streamed = [r for r in rows if r["streamed"]]
     ms = np.concatenate([np.array(r.pop("latency_s")) * 1000 for r in streamed] or [[]])
@@ -76,9 +153,6 @@ def summary(robot, rows, rate_hz, jump_threshold, targets) -> dict:
     for r in streamed:
         for k, v in r["refusals"].items():
             reasons[k] = reasons.get(k, 0) + v
-
-    def pct(a, q):
-        return float(np.percentile(a, q, method="higher")) if len(a) else float("nan")
 
     return {
         "robot": robot,
@@ -131,4 +205,34 @@ def format_table(r: dict) -> str:
         f"Refusals: {reasons}. Commanded targets alone: median "
         f"{d['ms_median_commanded']:.2f} ms, p99 {d['ms_p99_commanded']:.2f} ms, max "
         f"{d['ms_max_commanded']:.2f} ms.\n"
+    ) + (_relay_table(d) if "relay" in d else "")
+
+
+def _relay_table(d: dict) -> str:
+    """The node beside the bare relay of the same run, and the done-when line's verdict."""
+    rel, w = d["relay"], d["done_when"]
+
+    def line(name, x):
+        return (
+            f"| {name} | {x['sent']} | {x['commanded']} | {x['lost']} | "
+            f"{x['ms_median_commanded']:.2f} / {x['ms_p99_commanded']:.2f} / "
+            f"{x['ms_max_commanded']:.2f} | {x['ms_p99_every_target_sent']:.2f} |\n"
+        )
+
+    verdict = "met" if w["met"] else "not met"
+    return (
+        "\nThe same paths, at the same rate, in the same run, to a bare rclpy relay (the node's "
+        "messages in and out, no solving; bench/relay.py), the node's turn and the relay's "
+        "alternating which goes first:\n\n"
+        "| | sent | commanded | lost | target -> command, commanded: median / p99 / max (ms) "
+        "| p99, every target sent (ms) |\n"
+        "|---|---|---|---|---|---|\n"
+        + line("inference node", d)
+        + line("bare relay", rel)
+        + f"\nNode minus relay: median {d['node_minus_relay_ms_median_commanded']:+.2f} ms, "
+        f"p99 {d['node_minus_relay_ms_p99_commanded']:+.2f} ms. Done when (issue 44): node p99 "
+        f"{w['node_ms_p99']:.2f} <= relay p99 + {DONE_WHEN_MS} = {w['limit_ms']:.2f} ms: "
+        f"{'yes' if w['latency_met'] else 'no'}; no jump commanded: "
+        f"{'yes' if w['no_jump_commanded'] else 'no'}; at 200 Hz: "
+        f"{'yes' if w['at_200_hz'] else 'no'}: **{verdict}**.\n"
     )

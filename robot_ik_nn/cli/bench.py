@@ -232,7 +232,8 @@ def register(sub) -> None:
         help="measure only this: the inference node over DDS (needs rclpy) streaming N "
         "--tracking paths (up to --tracking-targets targets) at 200 Hz as teleoperation would, "
         "jump_threshold 0.2 rad, the arm following its commands: refusals, commanded steps over "
-        "0.2 rad, target -> command latency",
+        "0.2 rad, target -> command latency; the same paths to a bare rclpy relay (the node's "
+        "messages, no solving) in the same run, its latency beside the node's",
     )
     only.add_argument(
         "--hardware",
