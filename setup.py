@@ -26,9 +26,10 @@ setup(
     extras_require={
         # serve: what a small computer beside a real arm needs beyond the base (the onnx backend)
         "serve": ["onnxruntime"],
-        # hardware: the real arms' client libraries (pyniryo for Ned, pyserial for InMoov servos)
-        # and pybullet, which the simulated arm and the emulators move
-        "hardware": ["pyniryo", "pyserial", "pybullet"],
+        # hardware: the real arms' client libraries (pyniryo for Ned, pyserial for InMoov servos),
+        # pybullet, which the simulated arm, its camera and the emulators move, and OpenCV, which
+        # finds the tool's marker in a camera's images (calibration/camera.py)
+        "hardware": ["pyniryo", "pyserial", "pybullet", "opencv-python-headless"],
         # view: the browser page (robot-ik-nn view); its tests also need a chromium binary
         "view": ["viser>=1.1", "yourdfpy"],
         # train: install torch==2.13.0 (or your CUDA build) first: then this adds nothing

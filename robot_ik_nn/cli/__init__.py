@@ -22,6 +22,7 @@ adds, each bound to the function that runs it):
     train_run.py   train --nproc under torchrun; the stop between steps (signals, stop file)
     solve.py       eval, solve (solve_path.py: solve --path)
     calibrate.py   calibrate, true-arm
+    marker.py      marker (a printable ArUco marker for the camera tracker)
     collisions.py  collisions
     bench.py       bench (each mode measures; one block writes and prints)
     export.py      export
@@ -59,10 +60,11 @@ def parts() -> tuple:
     order (imported here, on use, so that importing one part never loads the others)."""
     from ..hardware import cli as hardware_cli
     from ..view import cli as view_cli
-    from . import bench, calibrate, collisions, export, launch, ros, solve, train
+    from . import bench, calibrate, collisions, export, launch, marker, ros, solve, train
 
     return (
-        train, solve, calibrate, collisions, bench, export, launch, ros, view_cli, hardware_cli
+        train, solve, calibrate, marker, collisions, bench, export, launch, ros, view_cli,
+        hardware_cli,
     )
 
 

@@ -1,0 +1,400 @@
+"""A camera as a tracker: an ArUco marker on the tool found in an image, its pose in the camera
+frame, and a verdict that refuses a detection the fit should not see.
+
+    camera = CameraIntrinsics.from_camera_info(msg.width, msg.height, msg.k, msg.d)
+    marker = MarkerSpec("DICT_4X4_50", marker_id=7, size_m=0.040)
+    found = detect_marker(image, camera, marker)           # image: H x W x 3 uint8 (RGB)
+    found.verdict             # "accepted" or why not: "not_seen", "other_id", "grazing",
+                              # "reprojection", "ambiguous"
+    found.position, found.quaternion                       # the marker in the camera frame
+    found.reprojection_error_px, found.view_angle_deg
+
+    marker_image(7, 600)                                   # the marker, 600 x 600 px
+    write_marker_file("marker.pdf", 7, 40.0)               # printable, at 40 mm exactly
+
+Frames as OpenCV has them: the camera looks along +z, x right, y down in the image; the marker's
+frame has its origin at the marker's centre, x to the right of the printed marker, y up, z out of
+its face (towards a camera that sees it). The size is the black square's edge, border bits
+included, not the white margin around it.
+
+OpenCV (``cv2``, pip ``opencv-python-headless``, setup.py's ``hardware`` extra) is imported in
+the functions that need it: this module imports without it, and without rclpy (the node converts
+its messages to the plain fields these functions take).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+# verdicts
+ACCEPTED = "accepted"
+NOT_SEEN = "not_seen"  # no marker of the dictionary in the image (lost, out of view, turned away)
+OTHER_ID = "other_id"  # markers seen, none with the wanted id
+GRAZING = "grazing"  # the marker's normal too far from the line of sight
+REPROJECTION = "reprojection"  # the pose does not reproject onto the corners found
+AMBIGUOUS = "ambiguous"  # IPPE's two poses (the flip) explain the corners about as well
+VERDICTS = (ACCEPTED, NOT_SEEN, OTHER_ID, GRAZING, REPROJECTION, AMBIGUOUS)
+
+
+# -- the camera ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CameraIntrinsics:
+    """A pinhole camera as ``sensor_msgs/CameraInfo`` describes it: ``K`` (3x3, pixels), the
+    distortion ``D`` (OpenCV's order: k1 k2 p1 p2 [k3 ...]; ``plumb_bob`` or
+    ``rational_polynomial``), the image size."""
+
+    width: int
+    height: int
+    K: np.ndarray
+    D: np.ndarray = field(default_factory=lambda: np.zeros(5))
+    distortion_model: str = "plumb_bob"
+
+    def __post_init__(self):
+        K = np.array(self.K, dtype=float).reshape(3, 3)
+        D = np.array(self.D, dtype=float).reshape(-1)
+        if self.width <= 0 or self.height <= 0:
+            raise ValueError(f"image size must be positive, got {self.width} x {self.height}")
+        if not (K[0, 0] > 0 and K[1, 1] > 0) or not np.allclose(K[2], [0, 0, 1]):
+            raise ValueError(f"K is no camera matrix (fx, fy > 0, last row 0 0 1): {K.tolist()}")
+        if not np.all(np.isfinite(D)):
+            raise ValueError(f"distortion must be finite, got {D.tolist()}")
+        object.__setattr__(self, "K", K)
+        object.__setattr__(self, "D", D)
+        object.__setattr__(self, "width", int(self.width))
+        object.__setattr__(self, "height", int(self.height))
+
+    @classmethod
+    def pinhole(cls, width, height, fx, fy=None, cx=None, cy=None) -> "CameraIntrinsics":
+        """No distortion; the principal point at the image's centre unless given (pixel
+        centres at integer coordinates, as OpenCV counts them)."""
+        fy = fx if fy is None else fy
+        cx = (width - 1) / 2.0 if cx is None else cx
+        cy = (height - 1) / 2.0 if cy is None else cy
+        return cls(width, height, [[fx, 0, cx], [0, fy, cy], [0, 0, 1]])
+
+    @classmethod
+    def from_camera_info(
+        cls, width, height, k, d=(), distortion_model: str = "plumb_bob"
+    ) -> "CameraIntrinsics":
+        """From a CameraInfo's fields: ``width``, ``height``, ``k`` (9 values, row-major),
+        ``d`` (any length; empty: no distortion), ``distortion_model``."""
+        k = np.asarray(k, dtype=float).reshape(-1)
+        if k.size != 9:
+            raise ValueError(f"k must hold 9 values (3x3 row-major), got {k.size}")
+        if distortion_model not in ("plumb_bob", "rational_polynomial", ""):
+            raise ValueError(
+                f"distortion model {distortion_model!r}: OpenCV's plumb_bob or "
+                "rational_polynomial only"
+            )
+        d = np.asarray(d, dtype=float).reshape(-1)
+        return cls(int(width), int(height), k.reshape(3, 3), d if d.size else np.zeros(5),
+                   distortion_model or "plumb_bob")  # fmt: skip
+
+    def camera_info_fields(self) -> dict:
+        """The CameraInfo fields (plain lists): width, height, distortion_model, d, k, r, p
+        (r identity, p = [K | 0]: a monocular camera)."""
+        p = np.hstack([self.K, np.zeros((3, 1))])
+        return {
+            "width": self.width,
+            "height": self.height,
+            "distortion_model": self.distortion_model,
+            "d": self.D.tolist(),
+            "k": self.K.reshape(-1).tolist(),
+            "r": np.eye(3).reshape(-1).tolist(),
+            "p": p.reshape(-1).tolist(),
+        }
+
+    def project(self, points) -> np.ndarray:
+        """Pixels (N, 2) of points (N, 3) in the camera frame, distortion included."""
+        import cv2
+
+        pts = np.asarray(points, dtype=float).reshape(-1, 3)
+        uv, _ = cv2.projectPoints(pts, np.zeros(3), np.zeros(3), self.K, self.D)
+        return uv.reshape(-1, 2)
+
+
+# -- the marker ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class MarkerSpec:
+    """An ArUco marker: its dictionary (OpenCV's name, e.g. ``DICT_4X4_50``), its id, and its
+    printed size ``size_m`` (the black square's edge, m)."""
+
+    dictionary: str = "DICT_4X4_50"
+    marker_id: int = 0
+    size_m: float = 0.040
+
+    def __post_init__(self):
+        if not self.dictionary.startswith("DICT_"):
+            raise ValueError(f"an ArUco dictionary is named DICT_..., got {self.dictionary!r}")
+        if not self.size_m > 0:
+            raise ValueError(f"the marker size must be above 0, got {self.size_m}")
+        if self.marker_id < 0:
+            raise ValueError(f"a marker id is 0 or more, got {self.marker_id}")
+
+    def corners(self) -> np.ndarray:
+        """The corners in the marker's frame (4, 3), in the order the detector returns them
+        (top left, top right, bottom right, bottom left) and IPPE_SQUARE wants them."""
+        h = self.size_m / 2.0
+        return np.array([[-h, h, 0.0], [h, h, 0.0], [h, -h, 0.0], [-h, -h, 0.0]])
+
+
+def _dictionary(name: str):
+    import cv2
+
+    code = getattr(cv2.aruco, name, None)
+    if not isinstance(code, int):
+        raise ValueError(f"OpenCV has no ArUco dictionary {name!r} (e.g. DICT_4X4_50)")
+    return cv2.aruco.getPredefinedDictionary(code)
+
+
+def cells(dictionary: str = "DICT_4X4_50") -> int:
+    """The marker's cells along one edge: its bits and the one-cell black border."""
+    return int(_dictionary(dictionary).markerSize) + 2
+
+
+def marker_image(
+    marker_id: int, size_px: int, dictionary: str = "DICT_4X4_50", margin_px: int = 0
+) -> np.ndarray:
+    """The marker as a grayscale image (uint8, 0 black, 255 white): ``size_px`` square, the
+    black border to the edges, inside a white margin of ``margin_px`` on each side."""
+    import cv2
+
+    d = _dictionary(dictionary)
+    if not 0 <= marker_id < len(d.bytesList):
+        raise ValueError(f"{dictionary} holds ids 0 to {len(d.bytesList) - 1}, not {marker_id}")
+    if size_px < cells(dictionary):
+        raise ValueError(f"{size_px} px is fewer than the marker's {cells(dictionary)} cells")
+    img = cv2.aruco.generateImageMarker(d, int(marker_id), int(size_px))
+    if margin_px:
+        img = np.pad(img, int(margin_px), constant_values=255)
+    return img
+
+
+def write_marker_file(
+    path,
+    marker_id: int,
+    size_mm: float,
+    dictionary: str = "DICT_4X4_50",
+    margin_mm: float = 10.0,
+    px_per_mm: float = 12.0,
+) -> Path:
+    """A printable marker: ``.pdf`` (a page of the marker and its white margin, the marker at
+    ``size_mm`` exactly; print at 100 %, no "fit to page") or ``.png`` (the same page as pixels,
+    ``px_per_mm`` of them, its DPI written in the file, the marker's edge rounded to a whole
+    pixel). A line in the margin says what it is."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    path = Path(path)
+    if not size_mm > 0 or margin_mm < 0:
+        raise ValueError(f"size {size_mm} mm and margin {margin_mm} mm: size > 0, margin >= 0")
+    suffix = path.suffix.lower()
+    if suffix not in (".pdf", ".png"):
+        raise ValueError(f"{path}: write .pdf or .png")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    label = f"ArUco {dictionary} id {marker_id}, {size_mm:g} mm (black edge to black edge)"
+    n = cells(dictionary)
+    if suffix == ".png":
+        side = max(n, int(round(size_mm * px_per_mm)))
+        margin = int(round(margin_mm * px_per_mm))
+        page = marker_image(marker_id, side, dictionary, margin)
+        import matplotlib.image
+
+        matplotlib.image.imsave(path, page, cmap="gray", vmin=0, vmax=255, dpi=25.4 * px_per_mm)
+        return path
+    # the black cells as one vector path (squares of one winding, filled as their union: no
+    # seam between neighbours, no image for a viewer to smooth), placed at size_mm on the page
+    from matplotlib.patches import PathPatch
+    from matplotlib.path import Path as MplPath
+
+    cell = marker_image(marker_id, n, dictionary) < 128  # one pixel a cell, row 0 on top
+    verts, codes = [], []
+    for row, col in zip(*np.nonzero(cell)):
+        y = n - 1 - row
+        verts += [(col, y), (col + 1, y), (col + 1, y + 1), (col, y + 1), (col, y)]
+        codes += [MplPath.MOVETO] + [MplPath.LINETO] * 3 + [MplPath.CLOSEPOLY]
+    page = size_mm + 2 * margin_mm
+    fig = Figure(figsize=(page / 25.4, page / 25.4))
+    ax = fig.add_axes((margin_mm / page, margin_mm / page, size_mm / page, size_mm / page))
+    ax.set_xlim(0, n)
+    ax.set_ylim(0, n)
+    ax.add_patch(PathPatch(MplPath(verts, codes), facecolor="black", edgecolor="none", lw=0))
+    ax.set_axis_off()
+    if margin_mm >= 4:
+        fig.text(0.5, margin_mm / page / 2, label, ha="center", va="center", fontsize=6,
+                 color="0.4")  # fmt: skip
+    fig.savefig(path, format="pdf")
+    return path
+
+
+# -- detection ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DetectorSettings:
+    """When a detection is refused. ``max_view_angle_deg``: the angle between the marker's
+    normal and the line of sight beyond which it is grazing (its pose poorly measured);
+    ``max_reprojection_px``: the RMS distance between the corners found and the pose's corners;
+    ``min_flip_ratio``: the flip (IPPE's second pose) must reproject at least this many times
+    worse than the pose kept, unless the two poses' normals lie within ``flip_same_deg`` (then
+    they are one pose, whichever is kept); ``error_floor_px``: the best error is taken as at
+    least this in that ratio (a perfect fit's 0 would make any flip look far worse)."""
+
+    max_view_angle_deg: float = 60.0
+    max_reprojection_px: float = 1.0
+    min_flip_ratio: float = 2.0
+    flip_same_deg: float = 4.0
+    error_floor_px: float = 0.05
+    corner_refinement: str = "subpix"  # "none", "subpix", "contour", "apriltag"
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One image's answer. ``position`` (m) and ``quaternion`` (x y z w): the marker in the
+    camera frame (None when not seen); ``flip_position``/``flip_quaternion``: IPPE's other
+    pose; errors in pixels (RMS over the 4 corners), the view angle in degrees."""
+
+    verdict: str
+    reason: str
+    marker_id: int
+    ids_seen: tuple = ()
+    position: np.ndarray | None = None
+    quaternion: np.ndarray | None = None
+    reprojection_error_px: float = math.nan
+    flip_error_px: float = math.nan
+    view_angle_deg: float = math.nan
+    flip_angle_deg: float = math.nan  # between the two poses' normals
+    corners: np.ndarray | None = None  # (4, 2) pixels as found
+    flip_position: np.ndarray | None = None
+    flip_quaternion: np.ndarray | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict == ACCEPTED
+
+    def matrix(self) -> np.ndarray:
+        """The marker's pose in the camera frame as a 4x4 transform."""
+        if self.position is None:
+            raise ValueError(f"no pose: {self.reason}")
+        from scipy.spatial.transform import Rotation
+
+        T = np.eye(4)
+        T[:3, :3] = Rotation.from_quat(self.quaternion).as_matrix()
+        T[:3, 3] = self.position
+        return T
+
+
+def _gray(image) -> np.ndarray:
+    img = np.asarray(image)
+    if img.dtype != np.uint8:
+        raise ValueError(f"the image must be uint8, got {img.dtype}")
+    if img.ndim == 2:
+        return np.ascontiguousarray(img)
+    if img.ndim == 3 and img.shape[2] in (3, 4):
+        rgb = img[:, :, :3].astype(np.float32)
+        return np.clip(rgb @ np.float32([0.299, 0.587, 0.114]) + 0.5, 0, 255).astype(np.uint8)
+    raise ValueError(f"an image is H x W or H x W x 3 (or 4), got shape {img.shape}")
+
+
+def _refinement(name: str):
+    import cv2
+
+    table = {
+        "none": cv2.aruco.CORNER_REFINE_NONE,
+        "subpix": cv2.aruco.CORNER_REFINE_SUBPIX,
+        "contour": cv2.aruco.CORNER_REFINE_CONTOUR,
+        "apriltag": cv2.aruco.CORNER_REFINE_APRILTAG,
+    }
+    if name not in table:
+        raise ValueError(f"corner refinement {name!r}: one of {sorted(table)}")
+    return table[name]
+
+
+def _view_angle(R, t) -> float:
+    """Degrees between the marker's normal (its z) and the line from it to the camera."""
+    to_camera = -np.asarray(t, float) / max(np.linalg.norm(t), 1e-12)
+    return float(np.degrees(np.arccos(np.clip(R[:, 2] @ to_camera, -1.0, 1.0))))
+
+
+def detect_marker(
+    image, camera: CameraIntrinsics, marker: MarkerSpec, settings: DetectorSettings | None = None
+) -> Detection:
+    """Find ``marker`` in ``image`` (H x W x 3 RGB or H x W gray, uint8) seen by ``camera``;
+    its pose by IPPE_SQUARE, the better-reprojecting of IPPE's two poses kept, and a verdict
+    (see :class:`DetectorSettings`; the checks in the order: not seen, other id, reprojection,
+    grazing, ambiguous)."""
+    import cv2
+    from scipy.spatial.transform import Rotation
+
+    s = settings or DetectorSettings()
+    gray = _gray(image)
+    if gray.shape != (camera.height, camera.width):
+        raise ValueError(
+            f"the image is {gray.shape[1]} x {gray.shape[0]}, the camera "
+            f"{camera.width} x {camera.height}"
+        )
+    params = cv2.aruco.DetectorParameters()
+    params.cornerRefinementMethod = _refinement(s.corner_refinement)
+    detector = cv2.aruco.ArucoDetector(_dictionary(marker.dictionary), params)
+    corners, ids, _ = detector.detectMarkers(gray)
+    seen = tuple(int(i) for i in (ids.reshape(-1) if ids is not None else []))
+    base = {"marker_id": marker.marker_id, "ids_seen": seen}
+    if not seen:
+        return Detection(NOT_SEEN, f"no {marker.dictionary} marker in the image", **base)
+    if marker.marker_id not in seen:
+        return Detection(
+            OTHER_ID, f"markers {sorted(set(seen))} seen, not id {marker.marker_id}", **base
+        )
+    if seen.count(marker.marker_id) > 1:
+        return Detection(
+            AMBIGUOUS, f"id {marker.marker_id} seen {seen.count(marker.marker_id)} times", **base
+        )
+    found = np.asarray(corners[seen.index(marker.marker_id)], float).reshape(4, 2)
+    n, rvecs, tvecs, errors = cv2.solvePnPGeneric(
+        marker.corners(), found, camera.K, camera.D, flags=cv2.SOLVEPNP_IPPE_SQUARE
+    )
+    errors = np.asarray(errors, float).reshape(-1)
+    order = np.argsort(errors)
+    poses = []
+    for k in order:
+        R = Rotation.from_rotvec(np.asarray(rvecs[k], float).reshape(3))
+        poses.append((R, np.asarray(tvecs[k], float).reshape(3), float(errors[k])))
+    (R, t, err), flip = poses[0], (poses[1] if len(poses) > 1 else None)
+    angle = _view_angle(R.as_matrix(), t)
+    out = dict(
+        base,
+        position=t,
+        quaternion=R.as_quat(),
+        reprojection_error_px=err,
+        view_angle_deg=angle,
+        corners=found,
+    )
+    if flip is not None:
+        Rf, tf, errf = flip
+        cos = np.clip(R.as_matrix()[:, 2] @ Rf.as_matrix()[:, 2], -1.0, 1.0)
+        out.update(
+            flip_position=tf,
+            flip_quaternion=Rf.as_quat(),
+            flip_error_px=errf,
+            flip_angle_deg=float(np.degrees(np.arccos(cos))),
+        )
+    if err > s.max_reprojection_px:
+        why = f"reprojection error {err:.2f} px > {s.max_reprojection_px:g}"
+        return Detection(REPROJECTION, why, **out)
+    if angle > s.max_view_angle_deg:
+        why = f"seen at {angle:.1f} deg from its normal > {s.max_view_angle_deg:g}"
+        return Detection(GRAZING, why, **out)
+    if flip is not None and out["flip_angle_deg"] > s.flip_same_deg:
+        ratio = out["flip_error_px"] / max(err, s.error_floor_px)
+        if ratio < s.min_flip_ratio:
+            why = (
+                f"the flip ({out['flip_angle_deg']:.1f} deg away) reprojects at "
+                f"{out['flip_error_px']:.2f} px against {err:.2f}: ratio {ratio:.2f} < "
+                f"{s.min_flip_ratio:g}"
+            )
+            return Detection(AMBIGUOUS, why, **out)
+    return Detection(ACCEPTED, f"id {marker.marker_id} at {angle:.1f} deg, {err:.2f} px", **out)
