@@ -38,13 +38,14 @@ def scene():
     from robot_ik_nn.hardware.sim_camera import SimCamera, look_at
 
     with ArmSim("niryo_one") as sim:
-        cam = SimCamera(sim, CAMERA, look_at(EYE, LOOK), MARKER, supersample=3)
+        cam = SimCamera(sim, CAMERA, look_at(EYE, LOOK), MARKER, supersample=4)
         yield sim, cam
 
 
 def _facing_poses(sim, cam, n, seed, max_angle=45.0):
     """Random joints (uniform within the limits, no self-collision) whose marker lies inside
-    the image and faces the camera within ``max_angle``: chosen from the true poses, no image."""
+    the image, unhidden by the arm, and faces the camera within ``max_angle``: chosen from the
+    true poses, no image."""
     rng = np.random.default_rng(seed)
     lo = np.array([j.lower for j in sim.arm.joints])
     hi = np.array([j.upper for j in sim.arm.joints])
@@ -119,13 +120,14 @@ def test_the_detected_pose_matches_the_true_marker_pose(frames):
         f"{rows[:, 5].max():.3f} px"
     )
     assert 0.8 <= distance <= 1.2
-    assert len(rows) >= 0.8 * len(frames), verdicts
-    assert rows[:, 0].max() < 15.0  # depth: a 40 mm marker is ~36 px across at 1 m
-    assert np.median(rows[:, 0]) < 8.0
-    assert rows[:, 1].max() < 4.0
-    assert rows[:, 2].max() < 3.0 and np.median(rows[:, 2]) < 1.5
+    assert len(rows) >= 0.9 * len(frames), verdicts
+    # depth: a 40 mm marker is ~40 px across at 0.9 m, 1 mm of depth ~0.05 px of its size;
+    # OpenCV's subpix corners alone (corner_refinement="subpix") gave a median of 5.6 mm here
+    assert rows[:, 0].max() < 2.0 and np.median(rows[:, 0]) < 0.5
+    assert rows[:, 1].max() < 0.5
+    assert rows[:, 2].max() < 0.5 and np.median(rows[:, 2]) < 0.2
     # the view angle it reports is the true one (within the rotation's error)
-    assert np.abs(rows[:, 3] - rows[:, 4]).max() < 3.0
+    assert np.abs(rows[:, 3] - rows[:, 4]).max() < 0.5
 
 
 def test_each_refusal_is_named_on_a_real_image(frames):

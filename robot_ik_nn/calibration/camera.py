@@ -17,6 +17,11 @@ frame has its origin at the marker's centre, x to the right of the printed marke
 its face (towards a camera that sees it). The size is the black square's edge, border bits
 included, not the white margin around it.
 
+The corners: OpenCV's (subpix), then each side's edge measured across it and the four lines
+crossed (``corner_refinement="edges"``, the default): OpenCV's subpix corners of an L corner
+sit ~0.2 px inside the true ones (seen on ideal, area-averaged images of the marker), which
+puts a 40 mm marker 1 m away ~5 mm too far; the lines' corners are within 0.01 px there.
+
 OpenCV (``cv2``, pip ``opencv-python-headless``, setup.py's ``hardware`` extra) is imported in
 the functions that need it: this module imports without it, and without rclpy (the node converts
 its messages to the plain fields these functions take).
@@ -249,7 +254,7 @@ class DetectorSettings:
     min_flip_ratio: float = 2.0
     flip_same_deg: float = 4.0
     error_floor_px: float = 0.05
-    corner_refinement: str = "subpix"  # "none", "subpix", "contour", "apriltag"
+    corner_refinement: str = "edges"  # or OpenCV's own: "none", "subpix", "contour", "apriltag"
 
 
 @dataclass(frozen=True)
@@ -309,9 +314,70 @@ def _refinement(name: str):
         "contour": cv2.aruco.CORNER_REFINE_CONTOUR,
         "apriltag": cv2.aruco.CORNER_REFINE_APRILTAG,
     }
+    if name == "edges":  # OpenCV's subpix first, then the edges' lines (_edge_corners)
+        return cv2.aruco.CORNER_REFINE_SUBPIX
     if name not in table:
-        raise ValueError(f"corner refinement {name!r}: one of {sorted(table)}")
+        raise ValueError(f"corner refinement {name!r}: one of {sorted(table) + ['edges']}")
     return table[name]
+
+
+def _bilinear(gray: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    """The image's values at points (..., 2) (x, y; pixel centres at integers), bilinear."""
+    h, w = gray.shape
+    x = np.clip(pts[..., 0], 0, w - 1.001)
+    y = np.clip(pts[..., 1], 0, h - 1.001)
+    x0, y0 = np.floor(x).astype(int), np.floor(y).astype(int)
+    fx, fy = x - x0, y - y0
+    g = gray.astype(float)
+    top = g[y0, x0] * (1 - fx) + g[y0, x0 + 1] * fx
+    bottom = g[y0 + 1, x0] * (1 - fx) + g[y0 + 1, x0 + 1] * fx
+    return top * (1 - fy) + bottom * fy
+
+
+def _edge_corners(gray: np.ndarray, corners: np.ndarray, n_cells: int) -> np.ndarray | None:
+    """The corners again, as the crossings of the four sides' lines, each line fitted to its
+    side's edge points (the middle 60 % of the side, away from the corners). An edge point is
+    where the dark-to-light step lies along the side's normal, found by the step's area (the
+    light length of a profile of +-r px, its ends the dark and light levels), which a
+    symmetric blur or a pixel's area averaging leaves in place. OpenCV's subpix corners sit
+    ~0.2 px inside the true ones on such images (an L corner, not a saddle), a pose ~0.5 %
+    too far; these do not. None when a side has too little contrast to measure."""
+    c = np.asarray(corners, float)
+    centre = c.mean(axis=0)
+    side = np.mean(np.linalg.norm(np.roll(c, -1, axis=0) - c, axis=1))
+    r = float(np.clip(0.4 * side / n_cells, 1.0, 3.0))  # within the black border cell
+    m = int(np.ceil(8 * r)) + 1
+    s, ds = np.linspace(-r, r, m), 2 * r / (m - 1)  # ends at -r and r exactly
+    lines = []
+    for k in range(4):
+        a, b = c[k], c[(k + 1) % 4]
+        d = (b - a) / np.linalg.norm(b - a)
+        normal = np.array([d[1], -d[0]])
+        if normal @ ((a + b) / 2 - centre) < 0:
+            normal = -normal  # outwards, towards the white margin
+        t = np.linspace(0.2, 0.8, max(8, int(0.6 * np.linalg.norm(b - a))))
+        base = a + t[:, None] * (b - a)
+        profile = _bilinear(gray, base[:, None, :] + s[None, :, None] * normal)
+        dark, light = profile[:, :2].mean(axis=1), profile[:, -2:].mean(axis=1)
+        contrast = light - dark
+        keep = contrast > 20
+        if keep.sum() < 4:
+            return None
+        level = np.clip((profile[keep] - dark[keep, None]) / contrast[keep, None], 0, 1)
+        light_length = (level[:, 1:] + level[:, :-1]).sum(axis=1) * ds / 2  # trapezoids
+        edge = base[keep] + (r - light_length)[:, None] * normal
+        mid = edge.mean(axis=0)
+        direction = np.linalg.svd(edge - mid)[2][0]
+        lines.append((mid, direction))
+    out = np.empty((4, 2))
+    for k in range(4):  # corner k: where side k - 1 (into it) meets side k (out of it)
+        (p, u), (q, v) = lines[k - 1], lines[k]
+        A = np.column_stack([u, -v])
+        if abs(np.linalg.det(A)) < 1e-6:
+            return None
+        a, _ = np.linalg.solve(A, q - p)
+        out[k] = p + a * u
+    return out
 
 
 def _view_angle(R, t) -> float:
@@ -354,6 +420,10 @@ def detect_marker(
             AMBIGUOUS, f"id {marker.marker_id} seen {seen.count(marker.marker_id)} times", **base
         )
     found = np.asarray(corners[seen.index(marker.marker_id)], float).reshape(4, 2)
+    if s.corner_refinement == "edges":
+        refined = _edge_corners(gray, found, cells(marker.dictionary))
+        if refined is not None and np.abs(refined - found).max() < 2.0:
+            found = refined
     n, rvecs, tvecs, errors = cv2.solvePnPGeneric(
         marker.corners(), found, camera.K, camera.D, flags=cv2.SOLVEPNP_IPPE_SQUARE
     )

@@ -232,8 +232,10 @@ class SimCamera:
         return np.linalg.inv(self.camera_pose) @ self.marker_in_world()
 
     def sees(self, q=None, margin_px: float = 10.0) -> tuple[float, bool]:
-        """(view angle in degrees, all four corners inside the image by ``margin_px``) of the
-        marker at joints ``q``, without rendering (the arm's own parts may still hide it)."""
+        """(view angle in degrees, in view) of the marker at joints ``q``, without rendering:
+        in view when its four corners lie inside the image by ``margin_px``, in front of the
+        camera, and no part of the arm lies between them and the camera (a ray each, against
+        the arm's collision shapes)."""
         T = self.marker_in_camera(q)
         R, t = T[:3, :3], T[:3, 3]
         to_camera = -t / np.linalg.norm(t)
@@ -244,7 +246,14 @@ class SimCamera:
         uv = (self.camera.K @ (pts / pts[:, 2:]).T)[:2].T
         inside = (uv >= margin_px).all() and (uv[:, 0] <= self.camera.width - 1 - margin_px).all()
         inside = inside and (uv[:, 1] <= self.camera.height - 1 - margin_px).all()
-        return angle, bool(inside)
+        return angle, bool(inside) and not self._hidden(pts)
+
+    def _hidden(self, corners_in_camera: np.ndarray) -> bool:
+        eye = self.camera_pose[:3, 3]
+        world = (self.camera_pose @ np.c_[corners_in_camera, np.ones(4)].T)[:3].T
+        ends = world + 0.003 * (eye - world) / np.linalg.norm(eye - world, axis=1)[:, None]
+        hits = pb.rayTestBatch([eye.tolist()] * 4, ends.tolist(), **self._kw)
+        return any(hit[0] == self.sim.body for hit in hits)
 
     # -- the picture ----------------------------------------------------------------------------
     def render(self, q=None) -> CameraFrame:
