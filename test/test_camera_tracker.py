@@ -267,3 +267,30 @@ def test_bad_marker_requests_are_refused(tmp_path):
 
     with pytest.raises(SystemExit):
         main(["marker", "--id", "1", "--size-mm", "-4", "--out", str(tmp_path / "m.pdf")])
+
+
+def test_a_distorted_image_is_measured_through_its_distortion(frames):
+    """A rendered frame warped as a lens with barrel distortion would show it (cv2.remap: each
+    pixel of the distorted image from where the undistorted one has it): with D given, the
+    pose matches the truth as on the plain image; with D left out it does not."""
+    k = CAMERA.camera_info_fields()["k"]
+    lens = CameraIntrinsics.from_camera_info(1280, 720, k, [-0.25, 0.08, 0.0, 0.0, 0.0])
+    # the frame whose marker lies farthest from the image's centre: the most distortion
+    frame = max(frames, key=lambda f: np.linalg.norm(f.position[:2] / f.position[2]))
+    u, v = np.meshgrid(np.arange(1280, dtype=np.float32), np.arange(720, dtype=np.float32))
+    pixels = np.stack([u, v], -1).reshape(-1, 1, 2)
+    source = cv2.undistortPoints(pixels, lens.K, lens.D, P=lens.K).reshape(720, 1280, 2)
+    image = cv2.remap(frame.image, source[..., 0], source[..., 1], cv2.INTER_LINEAR,
+                      borderValue=(255, 255, 255))  # fmt: skip
+    true = lens.project((frame.marker_pose @ np.c_[MARKER.corners(), np.ones(4)].T)[:3].T)
+    straight = CAMERA.project((frame.marker_pose @ np.c_[MARKER.corners(), np.ones(4)].T)[:3].T)
+    assert np.abs(true - straight).max() > 3  # the lens moves the corners by pixels
+    found = detect_marker(image, lens, MARKER)
+    assert found.accepted, found.reason
+    along, across, rot = _errors(found, frame)
+    print(f"\nthrough the lens: corners {np.abs(found.corners - true).max():.3f} px off, "
+          f"along {along:.2f} mm, across {across:.2f} mm, {rot:.2f} deg")  # fmt: skip
+    assert np.abs(found.corners - true).max() < 0.1
+    assert along < 2.0 and across < 0.5 and rot < 0.5
+    blind = detect_marker(image, CAMERA, MARKER)
+    assert np.linalg.norm(blind.position - frame.position) * 1000 > 5 * max(along, 0.5)

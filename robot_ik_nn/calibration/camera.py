@@ -334,14 +334,21 @@ def _bilinear(gray: np.ndarray, pts: np.ndarray) -> np.ndarray:
     return top * (1 - fy) + bottom * fy
 
 
-def _edge_corners(gray: np.ndarray, corners: np.ndarray, n_cells: int) -> np.ndarray | None:
+def _edge_corners(
+    gray: np.ndarray, corners: np.ndarray, n_cells: int, camera: CameraIntrinsics | None = None
+) -> np.ndarray | None:
     """The corners again, as the crossings of the four sides' lines, each line fitted to its
     side's edge points (the middle 60 % of the side, away from the corners). An edge point is
     where the dark-to-light step lies along the side's normal, found by the step's area (the
     light length of a profile of +-r px, its ends the dark and light levels), which a
     symmetric blur or a pixel's area averaging leaves in place. OpenCV's subpix corners sit
     ~0.2 px inside the true ones on such images (an L corner, not a saddle), a pose ~0.5 %
-    too far; these do not. None when a side has too little contrast to measure."""
+    too far; these do not. None when a side has too little contrast to measure. With a
+    ``camera`` whose distortion is not zero, the edge points are undistorted before the lines
+    are fitted (a side is straight only there) and the corners distorted back."""
+    import cv2
+
+    distorted = camera is not None and np.any(camera.D != 0)
     c = np.asarray(corners, float)
     centre = c.mean(axis=0)
     side = np.mean(np.linalg.norm(np.roll(c, -1, axis=0) - c, axis=1))
@@ -366,6 +373,9 @@ def _edge_corners(gray: np.ndarray, corners: np.ndarray, n_cells: int) -> np.nda
         level = np.clip((profile[keep] - dark[keep, None]) / contrast[keep, None], 0, 1)
         light_length = (level[:, 1:] + level[:, :-1]).sum(axis=1) * ds / 2  # trapezoids
         edge = base[keep] + (r - light_length)[:, None] * normal
+        if distorted:
+            edge = cv2.undistortPoints(edge[:, None, :], camera.K, camera.D, P=camera.K)
+            edge = edge.reshape(-1, 2)
         mid = edge.mean(axis=0)
         direction = np.linalg.svd(edge - mid)[2][0]
         lines.append((mid, direction))
@@ -377,6 +387,9 @@ def _edge_corners(gray: np.ndarray, corners: np.ndarray, n_cells: int) -> np.nda
             return None
         a, _ = np.linalg.solve(A, q - p)
         out[k] = p + a * u
+    if distorted:  # back to the image's own pixels
+        rays = np.c_[out, np.ones(4)] @ np.linalg.inv(camera.K).T
+        out = camera.project(rays)
     return out
 
 
@@ -421,7 +434,7 @@ def detect_marker(
         )
     found = np.asarray(corners[seen.index(marker.marker_id)], float).reshape(4, 2)
     if s.corner_refinement == "edges":
-        refined = _edge_corners(gray, found, cells(marker.dictionary))
+        refined = _edge_corners(gray, found, cells(marker.dictionary), camera)
         if refined is not None and np.abs(refined - found).max() < 2.0:
             found = refined
     n, rvecs, tvecs, errors = cv2.solvePnPGeneric(
