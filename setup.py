@@ -28,8 +28,9 @@ setup(
         "serve": ["onnxruntime"],
         # hardware: the real arms' client libraries (pyniryo for Ned, pyserial for InMoov servos),
         # pybullet, which the simulated arm, its camera and the emulators move, and OpenCV, which
-        # finds the tool's marker in a camera's images (calibration/camera.py)
-        "hardware": ["pyniryo", "pyserial", "pybullet", "opencv-python-headless"],
+        # finds the tool's marker in a camera's images (calibration/camera.py): opencv-python,
+        # the one pyniryo requires (its -headless twin beside it would write the same cv2/)
+        "hardware": ["pyniryo", "pyserial", "pybullet", "opencv-python"],
         # view: the browser page (robot-ik-nn view); its tests also need a chromium binary
         "view": ["viser>=1.1", "yourdfpy"],
         # train: install torch==2.13.0 (or your CUDA build) first: then this adds nothing

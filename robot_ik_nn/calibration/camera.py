@@ -22,7 +22,7 @@ crossed (``corner_refinement="edges"``, the default): OpenCV's subpix corners of
 sit ~0.2 px inside the true ones (seen on ideal, area-averaged images of the marker), which
 puts a 40 mm marker 1 m away ~5 mm too far; the lines' corners are within 0.01 px there.
 
-OpenCV (``cv2``, pip ``opencv-python-headless``, setup.py's ``hardware`` extra) is imported in
+OpenCV (``cv2``, pip ``opencv-python``, setup.py's ``hardware`` extra) is imported in
 the functions that need it: this module imports without it, and without rclpy (the node converts
 its messages to the plain fields these functions take).
 """
