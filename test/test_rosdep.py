@@ -46,7 +46,7 @@ ROS_MODULES = {  # ROS packages whose Python module has the package's name
 OPTIONAL = {
     "torch", "pybullet", "pybullet_data", "viser", "yourdfpy", "pyniryo", "onnx", "onnxruntime",
     "matplotlib", "tqdm", "tensorboard", "roboticstoolbox", "threadpoolctl", "pytracik",
-    "safetensors",
+    "safetensors", "cv2",
 }  # fmt: skip
 # what the base install is: the nodes, the sessions and launch files, the public API and CLI
 BASE_ROOTS = (
