@@ -166,12 +166,17 @@ def test_the_verdict_is_the_same_runs_p99s():
         "ms_median_commanded": 1.2,
         "ms_p99_commanded": 1.6,
         "commanded_steps_over_0.2_rad": 0,
+        "rows": [{"seed": 7, "streamed": True, "ms_p99_commanded": 1.6}],
     }
+    assert row["ms_p99_commanded"] == pytest.approx(1.0)  # the path's own
     f = relay_figures(node, [row])
     assert f["relay"]["lost"] == 1 and f["relay"]["ms_p99_every_target_sent"] == math.inf
     assert f["relay"]["ms_p99_commanded"] == pytest.approx(1.0)
     assert f["done_when"]["latency_met"] is False and f["done_when"]["met"] is False
     assert f["node_minus_relay_ms_p99_commanded"] == pytest.approx(0.6)
+    pp = f["per_path"]  # path by path: the one path, 0.6 ms over the relay's
+    assert pp["paths"] == 1 and pp["paths_node_p99_over_relay_p99_plus_limit"] == 1
+    assert pp["node_minus_relay_ms_p99_commanded"][0][0] == 7
     for p99, jumps, met in ((1.4, 0, True), (1.4, 1, False)):
         row = relay_row(7, 100, (sent, 2.0), heard, said)
         f = relay_figures(
