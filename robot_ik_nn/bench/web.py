@@ -36,9 +36,8 @@ import numpy as np
 
 from ..arm.rotations import quaternion_to_matrix
 from .measure import judge, one_at_a_time, one_cpu, row
-from .web_page import CHROMIUM_FLAGS, WebBenchError, chromium_path, page_result  # noqa: F401
+from .web_page import CHROMIUM_FLAGS, WEB, WebBenchError, chromium_path, page_result  # noqa: F401
 
-WEB = Path(__file__).resolve().parents[2] / "web"
 RUNTIMES = ("node", "chromium")
 SAME_VERDICT = "pose"  # peers judged on the full pose (CCDIKSolver is not: position only)
 HEAVY = ("answers", "judged_solved", "claimed")  # per-target arrays, judged then left out

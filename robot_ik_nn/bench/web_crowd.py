@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .web_page import page_result
+from .web_page import WEB, WebBenchError, page_result
 
 WARMUP = 20  # frames left out: the arms start from mid-range and the engine compiles
 SECONDS_PER_FRAME = 5.0  # the wait allowed per frame (software WebGL draws 100 arms slowly)
@@ -40,7 +40,6 @@ def run_crowd(model, solver, arms: int = 100, frames: int = 200) -> dict:
     WARMUP, with the LM iterations of the slowest frame and the arms not solved. The page is
     the built one (web/dist, ``make web``): one older than the sources is refused."""
     from ..web.folder import default_dist, write_web_folder
-    from .web import WEB, WebBenchError
 
     newer = stale_dist(default_dist(), WEB) if (WEB / "src").is_dir() else []
     if newer:

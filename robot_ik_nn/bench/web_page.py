@@ -17,6 +17,7 @@ from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+WEB = Path(__file__).resolve().parents[2] / "web"  # the web/ folder of a source checkout
 CHROMIUM_FLAGS = (
     "--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking "
     "--disable-component-update --disable-sync --disable-background-timer-throttling "
