@@ -122,7 +122,7 @@ def test_a_stuck_stream_jumps_to_the_nearest_answer_it_finds(panda):
     anywhere. On twelve Panda spline paths (PyBullet's targets), each jump of the
     stream is compared with the same stream with ``track_search=0`` at the same target (from
     the same last answer): summed over the dead ends, the default jumps less, and every answer
-    is exact by PyBullet. (Mutation tried: the wider rungs removed, policy.NEAR_RUNGS = (0.0,):
+    is exact by PyBullet. (Mutation tried: the wider rungs removed, policy.NEAR_RUNGS = (),
     the sums were equal, 36.67 rad, the test failed.)"""
     arm, oracle = panda
     wide = Solver(arm)

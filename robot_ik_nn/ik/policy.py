@@ -75,14 +75,17 @@ from .layout import (
     views,
 )
 
-NEAR_TRIES = 64  # seeds around a warm start that LM could not finish from (a joint at a limit)
-NEAR_SPREAD = 0.05  # rad (m): each joint drawn within this of the warm start's
-# ... then, if none reached the target, within these fractions of settings.track_search (a dead
-# end, where the stream must jump: the nearest answer found). On 500 spline paths (no network)
-# the median largest step of the paths that jump fell from 4.66 to 3.84 rad on the Panda (262 ->
-# 259 paths jump), 4.58 -> 3.97 on the iiwa (283 -> 282); the Niryo One's largest step from 4.48
-# to 3.07 (66 -> 65 paths); per target 11 us median either way.
-NEAR_RUNGS = (0.0, 0.25, 0.5, 1.0)
+NEAR_TRIES = 64  # seeds a rung around a warm start that LM could not finish from
+NEAR_SPREAD = 0.05  # rad (m): a rung no wider than this is left out (LM from the warm start's)
+# The rungs: each joint drawn within these fractions of settings.track_search of the warm start's
+# (a dead end, where the stream must jump: the nearest answer found). On 500 spline paths (no
+# network) the median largest step of the paths that jump fell from 4.66 to 3.84 rad on the Panda
+# (262 -> 259 paths jump), 4.58 -> 3.97 on the iiwa (283 -> 282); the Niryo One's largest step
+# from 4.48 to 3.07 (66 -> 65 paths); per target 11 us median either way. A first rung within
+# NEAR_SPREAD, as walk.py has, helped nothing here: on 40 Panda spline paths 15 jumped with it and
+# without; a stream without restarts left 1,909 of 40,000 targets unsolved with it, 1,853
+# without, p99 713 against 29 us a target.
+NEAR_RUNGS = (0.25, 0.5, 1.0)
 
 
 @njit(cache=True)
@@ -197,8 +200,8 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             for k in range(NEAR_TRIES * len(NEAR_RUNGS)):  # stuck all the same: seeds
                 if pe <= pos_tol and re <= rot_tol:  # around it, the nearest ones first
                     break
-                spread = NEAR_SPREAD if k < NEAR_TRIES else NEAR_RUNGS[k // NEAR_TRIES] * wide
-                if spread <= NEAR_SPREAD:  # a rung no wider than the first: tried already
+                spread = NEAR_RUNGS[k // NEAR_TRIES] * wide
+                if spread <= NEAR_SPREAD:  # none without restarts (wide 0)
                     continue
                 near_seed(chain, warm[0], spread, q, ws[15])
                 pe, re, more = refine(

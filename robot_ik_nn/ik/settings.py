@@ -18,9 +18,9 @@ redundant arm's self-motion, or a free tool axis's, on keeping away from the joi
 answer moves at most ``track_limits`` rad along it, and only to another exact answer
 (kernel.secondary; 0 turns it off). On a 6-joint arm it does nothing. When LM from the last
 answer cannot reach the next target (a dead end: mostly a joint at a limit that the target
-pushes on), seeds around the last answer are tried, within 0.05 rad first, then wider, up to
-``track_search`` rad, before seeds anywhere: where the stream must jump, it jumps as little as
-it can find (0, or ``restarts=0``: only the seeds within 0.05 rad).
+pushes on), seeds around the last answer are tried, within a quarter of ``track_search`` rad
+first, then wider, up to all of it, before seeds anywhere: where the stream must jump, it jumps as
+little as it can find (0, or ``restarts=0``: none).
 
 On an arm with no self-motion for the target (six joints and a pose, three and a position; five
 with a free tool axis), a stream that also gives the answer before the last one

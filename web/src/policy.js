@@ -159,8 +159,8 @@ function track(k, q, iters, restarts, restartIters) {
   const rungs = k.nearRungs;
   for (let t = 0; t < k.nearTries * rungs.length; t++) {
     if (k.pe <= posTol && k.re <= rotTol) break;
-    const spread = t < k.nearTries ? k.nearSpread : rungs[Math.floor(t / k.nearTries)] * wide;
-    if (spread <= k.nearSpread) continue; // as policy.py has it (its first rung is skipped)
+    const spread = rungs[Math.floor(t / k.nearTries)] * wide;
+    if (spread <= k.nearSpread) continue; // none without restarts (wide 0)
     k.spread = spread;
     nearSeed(k, 0, q);
     used += refine(k, q, restartIters, FAR_TRACKED);
