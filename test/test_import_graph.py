@@ -169,3 +169,90 @@ def test_no_import_circle():
     new = [c for c in circles if c not in KNOWN]
     assert not new, "import circles:\n" + "\n".join(_describe(c, graph) for c in new)
     assert sorted(circles) == sorted(KNOWN), "a known circle is gone: delete it from KNOWN"
+
+
+# The layers, lowest first, as docs/layout.md draws them: a module may import its own layer and
+# the layers below, never one above. A unit is a top-level module or sub-package of robot_ik_nn
+# ("robot_ik_nn" itself: the public API of its __init__).
+LAYERS = [
+    {"arm", "tensor_file", "folder_swap", "arg_types"},  # the arm; files; shared argument types
+    {"model_dir"},  # reading and writing model folders
+    {"ik"},  # the solver core
+    {"robot_ik_nn", "safety", "ik_service", "report", "trajectory_outcome", "evaluate"},
+    {"hardware"},  # drivers, emulators, PyBullet
+    {"calibration", "learn"},  # fitting a true arm; training (torch)
+    {"view", "web"},  # the browser page (viser); the web export
+    {"nodes"},  # ROS 2
+    {"bench"},  # benchmarks, which drive everything below
+    {"cli"},  # the command line
+    {"train"},  # the torchrun entry
+]
+
+# Imports that run upward today (issue 43), each (importer, imported) with why; the test fails
+# if one goes (delete its line then) or if any other appears.
+KNOWN_UPWARD = [
+    # the network's forward pass and its torch twin live in ik/ and learn/ (issue 43 item 4)
+    ("robot_ik_nn.model_dir", "robot_ik_nn.ik.network_forward"),
+    ("robot_ik_nn.model_dir", "robot_ik_nn.ik.onnx_layers"),
+    ("robot_ik_nn.model_dir", "robot_ik_nn.learn.network"),
+    ("robot_ik_nn.ik.torch_solver", "robot_ik_nn.learn.network"),
+    # Solver.load serves a calibrated model folder (its joint compliance) through calibration/
+    ("robot_ik_nn.ik.solver", "robot_ik_nn.calibration.served"),
+    # the simulated tracker hands its rows over as calibration's Measurements
+    ("robot_ik_nn.hardware.tracker", "robot_ik_nn.calibration.measurements"),
+    # `view --ros` links the page to a running session through a node
+    ("robot_ik_nn.view.cli", "robot_ik_nn.nodes.view_link"),
+]
+
+
+def unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def layer_of(module: str) -> int:
+    for i, units in enumerate(LAYERS):
+        if unit(module) in units:
+            return i
+    raise AssertionError(f"{module}: its unit {unit(module)!r} is in no layer of LAYERS")
+
+
+def upward(graph):
+    """(importer, imported) for each import into a higher layer; an edge to a package whose
+    submodule the same module imports too is that import's, not one more."""
+    found = []
+    for name in sorted(graph):
+        targets = graph[name]
+        for target in sorted(targets):
+            if layer_of(target) <= layer_of(name):
+                continue
+            if any(other.startswith(target + ".") for other in targets):
+                continue
+            found.append((name, target))
+    return found
+
+
+def test_the_layers_name_every_unit_once():
+    named = [u for units in LAYERS for u in units]
+    assert len(named) == len(set(named))
+    assert {unit(m) for m in import_graph()} == set(named)
+
+
+def test_upward_finds_a_planted_import():
+    planted = {
+        "robot_ik_nn.arm.model": {"robot_ik_nn.nodes", "robot_ik_nn.nodes.common"},
+        "robot_ik_nn.nodes.common": {"robot_ik_nn.arm.model"},
+        "robot_ik_nn.ik.kernel": {"robot_ik_nn.ik.forward"},
+    }
+    assert upward(planted) == [("robot_ik_nn.arm.model", "robot_ik_nn.nodes.common")]
+
+
+def test_no_import_runs_upward():
+    found = upward(import_graph())
+    new = [edge for edge in found if edge not in KNOWN_UPWARD]
+    assert not new, "imports into a higher layer (docs/layout.md):\n" + "\n".join(
+        f"    {a} -> {b} ({unit(a)}: layer {layer_of(a)}, {unit(b)}: layer {layer_of(b)})"
+        for a, b in new
+    )
+    gone = [edge for edge in KNOWN_UPWARD if edge not in found]
+    assert not gone, f"a known upward import is gone: delete it from KNOWN_UPWARD: {gone}"
