@@ -12,6 +12,7 @@ arm_node.py             one arm, simulated or real, behind a driver and the brid
 learner_node.py         a training run as a node
 inference_node.py       target poses in, safe joint commands out
 inference_parameters.py the inference node's parameters
+inference_status.py     the inference node's ~/status verdicts and its log
 path_target.py          the inference node's ~/target_path
 moveit_service.py       ~/solve_ik (moveit_msgs GetPositionIK)
 trajectory.py           following a JointTrajectory in the simulator

@@ -6,6 +6,11 @@
 
 Each prints one JSON line (``{"emulator": ..., "port": ...}``) once it listens, then serves until
 SIGINT/SIGTERM. ``--faults N`` spoils its first N replies; ``--state FILE`` keeps its joints there.
+
+base.py         what every emulator shares: a PyBullet arm that moves, a log, faults
+niryo_one.py    the Niryo One TCP text server
+niryo_ned.py    the Ned/Ned2 JSON server pyniryo talks to
+servo_board.py  an InMoov servo board on a pseudo-terminal
 """
 
 from __future__ import annotations

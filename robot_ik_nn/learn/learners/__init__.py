@@ -1,4 +1,11 @@
-"""Learners: every one maximises the same reward by distance (reward.py), each its own way.
+"""Learners: every one maximises the same reward by distance (../reward.py), each its own way.
+
+base.py       the interface every learner implements, and LearnConfig, the settings they share
+gradient.py   the reward differentiated through the torch kinematics
+explore.py    trial and reward, the simulator a black box
+evolution.py  a genetic algorithm over whole networks; no gradient flows
+novelty.py    novelty search for the evolution learner
+distill.py    one network learns from several (../merge.py)
 
 ``LEARNERS`` is importable without torch (the command line lists it); the rest loads on use."""
 
