@@ -1,7 +1,9 @@
 """What every benchmark row is made of: targets, one judge, timing loops, one CPU.
 
-Every answer, ours and the peers', is judged here by the package's compiled forward kinematics:
-solved = position error <= 1 mm, rotation error <= 0.01 rad, every joint inside its limits.
+Every answer, ours and the peers', is judged here by the forward kinematics the caller passes
+(the package's compiled ones, or PyBullet's), never by the errors a solver reports: solved =
+within IKSettings' default tolerances (1 mm, 0.01 rad) by the one acceptance rule
+(ik/verdicts.reached_all), every joint inside its limits.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import time
 import numpy as np
 
 from ..arm.rotations import rotation_angle
+from ..ik.settings import IKSettings
+from ..ik.verdicts import reached_all
 
 
 @contextlib.contextmanager
@@ -34,7 +38,9 @@ def one_cpu():
         os.sched_setaffinity(0, cpus)
 
 
-def judge(fk, arm, q, P, R, pos_tol: float = 1e-3, rot_tol: float = 0.01):
+def judge(
+    fk, arm, q, P, R, pos_tol: float = IKSettings.pos_tol, rot_tol: float = IKSettings.rot_tol
+):
     """(solved mask, position errors, rotation errors) of answers ``q`` (NaN rows: no answer)."""
     q = np.asarray(q, dtype=float)
     answered = np.all(np.isfinite(q), axis=1)
@@ -43,7 +49,8 @@ def judge(fk, arm, q, P, R, pos_tol: float = 1e-3, rot_tol: float = 0.01):
         p_q, r_q = fk(q[answered])
         pe[answered] = np.linalg.norm(p_q - P[answered], axis=1)
         re[answered] = rotation_angle(r_q, R[answered]) if R is not None else 0.0
-    solved = answered & (pe <= pos_tol) & (re <= rot_tol) & arm.within_limits(np.nan_to_num(q))
+    within = reached_all(pe, re, pos_tol, rot_tol)
+    solved = answered & within & arm.within_limits(np.nan_to_num(q))
     return solved, pe, re
 
 

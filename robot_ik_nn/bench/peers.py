@@ -23,6 +23,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from ..arm.rotations import matrix_to_quaternion
+from ..ik.settings import IKSettings
+from ..ik.verdicts import reached_all
 
 PEERS = ("trac_ik", "rtb_ik_lm", "pybullet_ik")
 
@@ -102,7 +104,13 @@ class RtbLM:
 class PyBulletIK:
     name = "PyBullet calculateInverseKinematics"
 
-    def __init__(self, arm, budget_s: float, pos_tol: float = 1e-3, rot_tol: float = 0.01):
+    def __init__(
+        self,
+        arm,
+        budget_s: float,
+        pos_tol: float = IKSettings.pos_tol,
+        rot_tol: float = IKSettings.rot_tol,
+    ):
         import pybullet as pb
 
         from ..hardware.pybullet_arm import ArmSim
@@ -143,10 +151,8 @@ class PyBulletIK:
             )
             reached = np.asarray(state[4])
             turn = matrix_to_quaternion(R) @ np.asarray(state[5])
-            if (
-                np.linalg.norm(reached - pos) <= self.pos_tol
-                and 2 * np.arccos(min(1.0, abs(turn))) <= self.rot_tol
-            ):
+            pe, re = np.linalg.norm(reached - pos), 2 * np.arccos(min(1.0, abs(turn)))
+            if reached_all(pe, re, self.pos_tol, self.rot_tol):
                 return q
 
     def close(self):

@@ -23,6 +23,7 @@ import numpy as np
 from ..arm.rotations import quaternion_to_matrix, rotation_angle
 from ..ik.layout import HI, LO, parts
 from ..ik.results import BEST_EFFORT, SOLVED, STATUS, Answer
+from ..ik.verdicts import reached
 from .compliance import Compliance
 
 ROUNDS = 4  # solves again within the range at the pose found, at most
@@ -131,7 +132,7 @@ class CompliantSolver:
         answer.q = np.clip(command, *self.commanded_range)
         if past > SLACK:  # the rounds did not settle: the tool where the limits leave it
             pe, re = answer.pos_err, answer.rot_err = self._errors(answer.q, position, quaternion)
-            if pe > self.settings.pos_tol or re > self.settings.rot_tol:
+            if not reached(pe, re, self.settings.pos_tol, self.settings.rot_tol):
                 lo, hi = self.commanded_range
                 at = np.asarray(self.arm.joint_names)[(answer.q <= lo) | (answer.q >= hi)]
                 answer.status = BEST_EFFORT

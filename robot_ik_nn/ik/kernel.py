@@ -27,6 +27,7 @@ from .layout import (
     TWO_PI,
     TYPE,
 )
+from .verdicts import reached
 
 # LM's first damping: small where the seed is likely near an answer (a network's candidate, a
 # warm start other than a tracked one, below: Gauss-Newton steps finish it in two or three),
@@ -315,7 +316,7 @@ def secondary(chain, cfg, q, pt, Rt, has_rot, ws, weight):
     for j in range(n):
         q[j] += scale * d[j]
     pe2, re2, used = refine(chain, cfg, q, pt, Rt, has_rot, ACCEPT_ITERS, ws, LAM_TRACK, LAM_TRACK)
-    if pe2 <= cfg[POS_TOL] and re2 <= cfg[ROT_TOL]:
+    if reached(pe2, re2, cfg[POS_TOL], cfg[ROT_TOL]):
         return pe2, re2, used, True
     q[:] = keep
     return pe, re, used, False

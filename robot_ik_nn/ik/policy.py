@@ -158,7 +158,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             _mid_range(chain, q)
         clamp(chain, q)
         _, pe, re = residual(chain, cfg, q, pt, Rt, has_quat, ws[4], ws[6], ws, False)
-        if pe <= pos_tol and re <= rot_tol:
+        if verdicts.reached(pe, re, pos_tol, rot_tol):
             if not checking or free(chain, col, q):
                 return 0, verdicts.OK, pe, re, 0
             return 1, verdicts.COLLIDES, pe, re, 0
@@ -191,14 +191,15 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             pe, re, used = descend(
                 chain, cfg, q, pt, Rt, has_quat, iters, ws, cost, pe, re, LAM_TRACK, LAM_TRACK
             )
-            if pe > pos_tol or re > rot_tol:  # near a limit LM converges slowly, and every
-                # other seed risks another branch (a jump of the arm): go on from here first
+            if not verdicts.reached(pe, re, pos_tol, rot_tol):  # near a limit LM converges
+                # slowly, and every other seed risks another branch (a jump of the arm): go on
+                # from here first
                 pe, re, more = refine(
                     chain, cfg, q, pt, Rt, has_quat, restart_iters, ws, LAM_FAR, LAM_TRACK
                 )
                 used += more
             for k in range(NEAR_TRIES * len(NEAR_RUNGS)):  # stuck all the same: seeds
-                if pe <= pos_tol and re <= rot_tol:  # around it, the nearest ones first
+                if verdicts.reached(pe, re, pos_tol, rot_tol):  # around it, the nearest ones first
                     break
                 spread = NEAR_RUNGS[k // NEAR_TRIES] * wide
                 if spread <= NEAR_SPREAD:  # none without restarts (wide 0)
@@ -208,7 +209,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
                     chain, cfg, q, pt, Rt, has_quat, restart_iters, ws, LAM_FAR, LAM_TRACK
                 )
                 used += more
-            if cfg[TRACK_LIMITS] > 0.0 and pe <= pos_tol and re <= rot_tol:
+            if cfg[TRACK_LIMITS] > 0.0 and verdicts.reached(pe, re, pos_tol, rot_tol):
                 # the self-motion, if any, kept away from the limits (kernel.secondary)
                 pe2, re2, more, moved = secondary(
                     chain, cfg, q, pt, Rt, has_quat, ws, cfg[TRACK_LIMITS]
@@ -246,7 +247,7 @@ def solve_target(model, netw, pt, quat, has_quat, warm, cur, has_cur, seed, has_
             restart_seed(chain, best, k % 2 == 0 and code == verdicts.OK, q, ws[15])
             pe, re, used = refine(chain, cfg, q, pt, Rt, has_quat, restart_iters, ws)
         total += used
-        exact, score = pe <= pos_tol and re <= rot_tol, weighted(pe, re, w)
+        exact, score = verdicts.reached(pe, re, pos_tol, rot_tol), weighted(pe, re, w)
         if not (exact or score < best_score):
             continue
         if not checking or free(chain, col, q):

@@ -31,6 +31,7 @@ from .layout import (
     parts,
     views,
 )
+from .verdicts import reached
 
 
 @njit(cache=True)
@@ -107,7 +108,7 @@ def sweep(model, p, quat, has_quat, seeds, spacing, max_step, most, scratch, out
             continue  # on a stretch already swept
         q[:] = seeds[s]
         pe, re, _ = refine(chain, cfg, q, p, Rt, has_quat, iters, ws, LAM_TRACK, LAM_TRACK)
-        if pe > cfg[POS_TOL] or re > cfg[ROT_TOL]:
+        if not reached(pe, re, cfg[POS_TOL], cfg[ROT_TOL]):
             continue
         out[count] = q
         count += 1
@@ -138,7 +139,7 @@ def sweep(model, p, quat, has_quat, seeds, spacing, max_step, most, scratch, out
                 for j in range(n):
                     q[j] = prev[j] + spacing * v[j]
                 pe, re, _ = refine(chain, cfg, q, p, Rt, has_quat, iters, ws, LAM_TRACK, LAM_TRACK)
-                if pe > cfg[POS_TOL] or re > cfg[ROT_TOL]:
+                if not reached(pe, re, cfg[POS_TOL], cfg[ROT_TOL]):
                     break
                 moved = 0.0
                 for j in range(n):

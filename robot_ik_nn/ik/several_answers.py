@@ -136,7 +136,7 @@ def solve_many(
                 restart_seed(chain, best, False, q, ws[15])
             lam = LAM_NEAR if a < heads else LAM_FAR  # kernel.py: the first damping
             pe, re, _ = refine(chain, cfg, q, pt, Rt, has_quat, iters, ws, lam)
-        exact, score = pe <= pos_tol and re <= rot_tol, weighted(pe, re, w)
+        exact, score = verdicts.reached(pe, re, pos_tol, rot_tol), weighted(pe, re, w)
         # as in policy.py: an answer that collides is no solution, and the best effort is the
         # closest free pose; only when nothing free turned up, the closest colliding one, said so
         if exact or (count == 0 and score < best_score):

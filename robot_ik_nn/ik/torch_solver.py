@@ -119,7 +119,7 @@ class TorchSolver:
                 q = self._restart(q, p, R)
             pe, re = self.errors(q, p, R)
             q_all[ok], pe_all[ok], re_all[ok] = q.cpu().numpy(), pe.cpu().numpy(), re.cpu().numpy()
-        solved = (pe_all <= self.settings.pos_tol) & (re_all <= self.settings.rot_tol)
+        solved = self._reached(pe_all, re_all)
         status = np.where(rejected, 2, np.where(solved, 0, 1)).astype(np.int8)
         why = np.where(codes == verdicts.OK, verdicts.NOT_FOUND, codes)
         said = reason_context(self.arm, self.origin, self.settings.quat_tolerance)
@@ -152,8 +152,12 @@ class TorchSolver:
         re = rotation_angle(R_q, R) if R is not None else torch.zeros_like(pe)
         return pe, re
 
+    def _reached(self, pe, re):
+        """verdicts.reached_all with these settings' tolerances (numpy arrays or tensors)."""
+        return verdicts.reached_all(pe, re, self.settings.pos_tol, self.settings.rot_tol)
+
     def _unsolved(self, pe, re):
-        return (pe > self.settings.pos_tol) | (re > self.settings.rot_tol)
+        return ~self._reached(pe, re)
 
     def _linearise(self, q, p, R):
         """Residual (target - reached, rotation times rot_weight) and its Jacobian at ``q``."""

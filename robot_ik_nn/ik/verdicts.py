@@ -1,4 +1,5 @@
-"""What a target is allowed to be: one validation, compiled, the same everywhere.
+"""What a target is allowed to be, and when an answer reaches it: one validation and one
+acceptance rule, compiled, the same everywhere.
 
 Every path (the compiled solver for one target or a batch, the torch solver, the inference
 node's safety gate, the CLI) judges a target with :func:`check` (compiled, so the compiled
@@ -11,6 +12,13 @@ lies farther from the arm's first joint than ``reach_margin`` times the arm's re
 of units: millimetres sent as metres). A target beyond the reach bound itself (ArmModel.reach:
 the sum of the link lengths, so nothing beyond it can be reached) but not that far is outside
 the reach: its answer is the closest pose found, a best effort that says so.
+
+An answer is within tolerance ("solved", before any collision check) when :func:`reached`: its
+position error is at most ``pos_tol`` and its rotation error at most ``rot_tol``; NaN errors never
+are. The compiled policy, the several answers, the walks, the self-motion and the calibrated
+arm's answers call :func:`reached`; the torch solver and the bench's judge (its own forward
+kinematics) call :func:`reached_all`, the same rule on arrays. This is the only place the rule is
+written (web/src has its JavaScript twin).
 """
 
 from __future__ import annotations
@@ -26,6 +34,18 @@ OK, POSITION_NOT_FINITE, ORIENTATION_NOT_FINITE, NOT_UNIT, TOO_FAR = 0, 1, 2, 3,
 OUT_OF_REACH, NOT_FOUND, COLLIDES = 5, 10, 11
 FREE_INSTEAD = 12  # COLLIDES, said of a best effort that is itself collision-free (solver.py)
 REJECTS = OUT_OF_REACH  # codes from 1 up to (not including) this are rejections
+
+
+@njit(cache=True)
+def reached(pe, re, pos_tol, rot_tol):
+    """Whether an answer with position error ``pe`` and rotation error ``re`` is within the
+    tolerances (the acceptance rule; False for NaN errors)."""
+    return pe <= pos_tol and re <= rot_tol
+
+
+def reached_all(pe, re, pos_tol, rot_tol):
+    """:func:`reached` elementwise, on numpy arrays or torch tensors alike (a boolean mask)."""
+    return (pe <= pos_tol) & (re <= rot_tol)
 
 
 @njit(cache=True)

@@ -24,6 +24,7 @@ from .layout import (
     parts,
     views,
 )
+from .verdicts import reached
 
 # A walked sample that LM cannot finish from the last answer tries seeds around it, as a stream
 # does (policy.NEAR_TRIES, NEAR_SPREAD): without them the planner lost the way on Niryo One spline
@@ -81,21 +82,21 @@ def walk(model, P, Q, has_quat, ks, q0, max_step, scratch, out, tries, before):
                         gap = (gap + math.pi) % TWO_PI - math.pi
                     if abs(gap) > max_step:
                         pe = np.inf
-            if pe > cfg[POS_TOL] or re > cfg[ROT_TOL]:
+            if not reached(pe, re, cfg[POS_TOL], cfg[ROT_TOL]):
                 q[:] = prev
                 pe, re, _ = refine(
                     chain, cfg, q, P[k], Rt, has_quat, iters, ws, LAM_TRACK, WALK_FLOOR
                 )
-            if pe > cfg[POS_TOL] or re > cfg[ROT_TOL]:  # stuck: seeds around it, as a stream
-                start_stream(cfg, P[k], Q[k], has_quat, ws[15])
+            if not reached(pe, re, cfg[POS_TOL], cfg[ROT_TOL]):  # stuck: seeds around it, as
+                start_stream(cfg, P[k], Q[k], has_quat, ws[15])  # a stream does
                 for _ in range(tries):
                     near_seed(chain, prev, WALK_NEAR_SPREAD, q, ws[15])
                     pe, re, _ = refine(
                         chain, cfg, q, P[k], Rt, has_quat, iters, ws, LAM_FAR, LAM_TRACK
                     )
-                    if pe <= cfg[POS_TOL] and re <= cfg[ROT_TOL]:
+                    if reached(pe, re, cfg[POS_TOL], cfg[ROT_TOL]):
                         break
-            if pe > cfg[POS_TOL] or re > cfg[ROT_TOL]:
+            if not reached(pe, re, cfg[POS_TOL], cfg[ROT_TOL]):
                 break
             far = False
             for j in range(n):
@@ -129,6 +130,6 @@ def polish(model, P, Q, has_quat, q, scratch):
             quat_to_matrix(Q[i], Rt)
         trial[:] = q[i]
         pe, re, _ = refine(chain, cfg, trial, P[i], Rt, has_quat, iters, ws, LAM_TRACK, LAM_TRACK)
-        if pe <= cfg[POS_TOL] and re <= cfg[ROT_TOL]:
+        if reached(pe, re, cfg[POS_TOL], cfg[ROT_TOL]):
             if not checking or free(chain, col, trial):
                 q[i] = trial
