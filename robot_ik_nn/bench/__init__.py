@@ -13,6 +13,26 @@
 Every target is reachable (forward kinematics of uniformly random joints) and every answer is
 judged by the package's own forward kinematics, never by a solver's own report. Ratios compare
 solved per second within this one run.
+
+The modules (one per mode of ``robot-ik-nn bench``, besides the rows above, which live here):
+
+measure.py             what every row is made of: targets, the one judge, timing, one CPU
+peers.py               TRAC-IK, ik_LM and PyBullet's IK, driven the same way as ours
+report.py              the result for people: a terminal table, markdown
+paths.py               --tracking: paths and streams
+answers.py             --answers: the answers users ask for
+solutions.py           --solutions: a target's distinct answers
+collisions.py          --collisions: self-collision checking, judged by PyBullet
+calibration.py         --calibration: a true arm, before and after calibration
+cuda.py                --cuda: the batched torch solver on a GPU
+dds.py                 --dds: the inference node over DDS (and what the DDS modes share)
+dds_paths.py           --dds-paths: the node streaming smooth paths over DDS
+dds_paths_figures.py   its figures, from the listener's records
+moveit.py              --moveit: ~/solve_ik round trips over DDS
+hardware.py            --hardware: the deploy session against an emulator, dry run
+web.py                 --web: IK in a web page against the native solver and the JS peers
+web_page.py            the headless page that posts its result back
+web_crowd.py           the exported crowd page, in headless chromium
 """
 
 from __future__ import annotations
