@@ -11,7 +11,9 @@
 - folder.py: the calibrated model folder (its URDF, the fit, a report), never the nominal one;
 - served.py: a calibrated arm with compliant joints served exactly (joints to command);
 - poses.py: where a live calibration moves the arm, and the gate every move passes;
-- session.py: a live calibration session without ROS (move, settle, measure, fit).
+- session.py: a live calibration session without ROS (move, settle, measure, fit);
+- camera.py: a camera as a tracker: the ArUco marker on the tool found in an image, its pose
+  and a verdict (OpenCV, imported where needed).
 
 No torch, no rclpy, no pybullet: the fit is numpy and scipy.
 """

@@ -14,6 +14,7 @@ calibration.py      InMoov servo calibration (a YAML file per build)
 true_arm_driver.py  the simulated arm when it is not the model's (calibration in simulation)
 tracker.py          a tracker that plays the camera, in simulation
 tracker_stream.py   the same, live
+camera_model.py     a camera's intrinsics and an ArUco marker: its image, a file to print
 sim_camera.py       a camera rendering the arm with a marker on its tool (PyBullet), eye-to-hand
 emulators/          the real arms' protocols served over a PyBullet arm (dry runs, tests)
 cli.py              the ``servo-template`` and ``emulate`` sub-commands

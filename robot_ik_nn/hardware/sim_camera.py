@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pybullet as pb
 
-from ..calibration.camera import CameraIntrinsics, MarkerSpec, cells, marker_image
+from .camera_model import CameraIntrinsics, MarkerSpec, cells, marker_image
 from .pybullet_arm import ArmSim
 
 CV_TO_GL = np.diag([1.0, -1.0, -1.0, 1.0])  # an OpenCV camera frame to OpenGL's (and back)
