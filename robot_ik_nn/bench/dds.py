@@ -160,7 +160,7 @@ def wait_ready(work: Path, listener) -> None:
 def inference_node_command(model, *params: str, module="robot_ik_nn.nodes.inference_node"):
     """The inference node's command line as ``ros2 run`` starts it, ``model_dir`` set to
     ``model`` and each of ``params`` (``"name:=value"``) set too; ``module``: another node
-    started the same way (bench/relay.py)."""
+    started the same way (nodes/relay_node.py)."""
     command = [sys.executable, "-m", module, "--ros-args"]
     for param in (f"model_dir:={model}", *params):
         command += ["-p", param]

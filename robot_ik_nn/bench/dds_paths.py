@@ -28,8 +28,8 @@ Latency is target published -> its command received; a target never commanded co
 than any (``ms_*_every_target_sent``). Steps are between consecutive commands of a path, the
 first from the start's answer.
 
-Beside the node, in the same run, the bare rclpy relay of bench/relay.py: the node's messages in
-and out (the same types, QoS and executor, started the same way, its topics under
+Beside the node, in the same run, the bare rclpy relay of nodes/relay_node.py: the node's
+messages in and out (the same types, QoS and executor, started the same way, its topics under
 ``/bench_relay``), no solving. Each path is streamed to both, at the same rate, one after the
 other (the node first on even paths, the relay first on odd ones: the machine's drift falls on
 both); the client's arm follows the relay's commands too, and the listener hears both. What the
@@ -56,7 +56,7 @@ HEARTBEAT_S = 0.02  # the arm reports its joints at 50 Hz between commands
 LIMIT_MARGIN = 0.021  # rad: the node's joint_limit_margin (0.02), and a little
 MIN_TARGETS = 50  # a path cut shorter than this is not streamed
 WARM_UP = 50  # targets of the first path streamed once before anything is counted
-RELAY = "/bench_relay"  # the bare relay's namespace (bench/relay.py)
+RELAY = "/bench_relay"  # the bare relay's namespace (nodes/relay_node.py)
 RELAY_ANSWER_S = 15.0  # s the relay has to answer once it has subscribed: else the run fails
 
 
@@ -75,8 +75,9 @@ def stream_paths(
     """Stream ``paths`` spline paths of up to ``targets`` targets to a fresh inference node; the
     figures of the module's docstring; the paths' seeds: ``first_seed`` on. ``keep_joints``:
     each row also holds its commands (target index, joints) for a judge outside. ``relay``:
-    each path also streamed to the bare relay (bench/relay.py, its parameters ``relay_params``,
-    ``"name:=value"``), the node's turn and the relay's alternating which goes first."""
+    each path also streamed to the bare relay (nodes/relay_node.py, its parameters
+    ``relay_params``, ``"name:=value"``), the node's turn and the relay's alternating which goes
+    first."""
     import rclpy
 
     from ..ik.solver import Solver
@@ -102,7 +103,9 @@ def stream_paths(
         )
         if relay:  # started as the node is, beside it
             relay_proc = subprocess.Popen(
-                inference_node_command(model, *relay_params, module="robot_ik_nn.bench.relay"),
+                inference_node_command(
+                    model, *relay_params, module="robot_ik_nn.nodes.relay_node"
+                ),
                 env=env,
                 stdout=relay_log,
                 stderr=subprocess.STDOUT,

@@ -24,4 +24,5 @@ markers.py              RViz markers and poses
 network_markers.py      the learner's network drawn for RViz
 view_link.py            the browser page connected to ROS
 client.py               a client of a running session (robot-ik-nn send, resume, stop)
+relay_node.py           bench --dds-paths: the inference node's messages without solving
 """

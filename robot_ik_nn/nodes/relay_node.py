@@ -32,7 +32,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..arm.model import ArmModel
-from ..nodes.common import READINGS, RELIABLE, duration_msg, spin_node, status
+from .common import READINGS, RELIABLE, duration_msg, spin_node, status
 
 NAMESPACE = "/bench_relay"
 DURATION_S = 0.1  # the trajectory point's time_from_start
