@@ -189,3 +189,24 @@ def test_true_arm_measures_a_sagging_arm(tmp_path, capsys):
     assert main(["true-arm", "niryo_one", "--out", str(tmp_path / "t.urdf"), "--sag-deg",
                  "0.5"]) == 2
     assert "--sag-deg is a property of the measured arm" in capsys.readouterr().err
+
+
+def test_rows_given_as_data_fit_as_their_file_and_a_stop_writes_nothing(setup):
+    """A live session hands calibrate its rows, not CSV text: the same fit as the file's (the
+    file's text rounds each value); ``keep_going`` False after the fit (a Ctrl-C) raises
+    Stopped and writes nothing, the old folder left whole."""
+    from robot_ik_nn.calibration.folder import Stopped
+
+    box, nominal, arm, rows, text = setup
+    from_file = calibrate(nominal, text, box / "from_file")
+    from_rows = calibrate(nominal, rows, box / "from_rows")
+    for key in ("nominal_mm_median", "calibrated_mm_median"):
+        assert from_rows["cross_validation"][key] == pytest.approx(
+            from_file["cross_validation"][key], abs=0.01
+        )
+    before = (box / "from_rows" / "calibration.json").read_bytes()
+    for out in (box / "from_rows", box / "never"):
+        with pytest.raises(Stopped):
+            calibrate(nominal, rows, out, force=True, keep_going=lambda: False)
+    assert (box / "from_rows" / "calibration.json").read_bytes() == before
+    assert not (box / "never").exists()

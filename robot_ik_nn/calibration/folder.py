@@ -27,10 +27,14 @@ from ..arm.model import ArmModel
 from . import compliance
 from . import fit as F
 from . import frame as frames
-from .measurements import check, read_csv
+from .measurements import Measurements, check, read_csv
 
 UNEXPLAINED = 20  # held-out error over this many times the tracker's noise: refused
 TIME_LIMIT_S = 300.0  # all the fits of one calibration (good ones take 5-25 s on two cores)
+
+
+class Stopped(Exception):
+    """The caller stopped calibrate (``keep_going`` said so) after the fit: nothing written."""
 
 
 def calibrate(
@@ -45,8 +49,14 @@ def calibrate(
     sag: bool = True,
     payload_kg: float = 0.0,
     time_limit_s: float = TIME_LIMIT_S,
+    keep_going=None,
 ) -> dict:
     """Fit, check and write the calibrated folder ``out``; returns the summary.
+
+    ``measurements``: a CSV file (or its text), or the rows themselves (measurements.Measurements,
+    joints in the arm's order: what a live session collected). ``keep_going``: called once the
+    fit is done, before anything is written; False (a Ctrl-C meanwhile) raises Stopped and
+    nothing is written.
 
     ``sag``: fit each loaded joint's compliance too (the pose-dependent term, compliance.py:
     gravity's torque from the URDF's inertials, plus ``payload_kg`` at the tool); kept, and
@@ -86,7 +96,10 @@ def calibrate(
         )
     folder = model_dir.read(source)
     arm = folder.arm
-    m = read_csv(measurements, arm.joint_names)
+    if isinstance(measurements, Measurements):
+        m = measurements
+    else:
+        m = read_csv(measurements, arm.joint_names)
     check(m, arm, frame)  # units, quaternion order: refused by name before any fit
     chain, elements = F.chain_of(arm)
     gravity = compliance.gravity_model(arm, payload_kg) if sag else None
@@ -145,6 +158,8 @@ def calibrate(
         summary["frame"] = frames.describe(result.frame, result.frame_sigma, m.frame)
     if result.compliance is not None:
         summary["compliance"] = _compliance_summary(arm, m, result)
+    if keep_going is not None and not keep_going():
+        raise Stopped("stopped during the fit; nothing written")
     _write(folder, out, calibrated, summary, result.compliance)
     return summary
 

@@ -18,8 +18,6 @@ nothing half-done.
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -31,10 +29,8 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from .. import model_dir
 from ..calibration import session as S
-from ..calibration.folder import calibrate
-from ..calibration.measurements import to_csv
+from ..calibration.folder import Stopped, calibrate
 from ..calibration.poses import MoveGate, Workspace, plan_poses, visiting_order
 from ..ik.solver import Solver
 from .common import READINGS, RELIABLE, declare, duration_msg, now_seconds, spin_node, status
@@ -198,23 +194,16 @@ class CalibrationNode(Node):
         out = Path(self.out)
         if out.exists() and not self.force:
             return self._end(1, f"calibration refused: {out} exists (force:=true replaces it)")
-        # written beside out and moved there only if no Ctrl-C came during the fit (rclpy's
-        # handler ends the context and lets the callback finish)
-        work = out.with_name(f".{out.name}.{os.getpid()}.fit")
-        try:
-            summary = calibrate(self.model, to_csv(m, self.names), work,
-                                noise_mm=self.noise[0], noise_deg=self.noise[1], force=True,
-                                say=self.get_logger().info, frame=self.frame)
-            if not self.context.ok():
-                shutil.rmtree(work)
-                return self._end(130, "stopped (Ctrl-C) during the fit; nothing written")
-            # the fitted folder takes out's place whole (model_dir.write_folder): a kill at any
-            # moment leaves the old calibrated folder or the new one, never neither
-            model_dir.write_folder(out, lambda new: _move_into(work, new))
+        try:  # written whole, only if no Ctrl-C came during the fit (rclpy's handler ends the
+            # context and lets the callback finish); a kill at any moment leaves the old
+            # calibrated folder or the new one, never neither (model_dir.write_folder)
+            summary = calibrate(self.model, m, out, noise_mm=self.noise[0],
+                                noise_deg=self.noise[1], force=True, say=self.get_logger().info,
+                                frame=self.frame, keep_going=self.context.ok)
+        except Stopped:
+            return self._end(130, "stopped (Ctrl-C) during the fit; nothing written")
         except ValueError as err:  # refused: the reason, nothing written
             return self._end(1, f"calibration refused: {err}")
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
         cv = summary["cross_validation"]
         self._end(0, f"wrote {self.out}: held-out tool error {cv['nominal_mm_median']:.3f} mm "
                   f"(nominal) -> {cv['calibrated_mm_median']:.3f} mm (calibrated), median, "
@@ -242,12 +231,6 @@ class CalibrationNode(Node):
                                              message or progress["state"], progress)])
         msg.header.stamp = self.get_clock().now().to_msg()
         self.status_pub.publish(msg)
-
-
-def _move_into(work: Path, new: Path) -> None:
-    """The fitted folder's files moved into ``new`` (model_dir.write_folder's work folder)."""
-    for item in work.iterdir():
-        item.rename(new / item.name)
 
 
 def main(args=None) -> int:
